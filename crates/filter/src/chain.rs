@@ -1,0 +1,263 @@
+//! The scaling chain: what a `BF.*` key holds.
+//!
+//! A chain starts with one sub-filter. A scaling chain's first sub-filter is built for half the
+//! requested error rate; when the newest one holds its capacity, a new one is added with
+//! `capacity * expansion` items at half the newest one's error, so the compounded false-positive
+//! rate of the whole chain stays below the requested one. A fixed (NONSCALING) chain has a single
+//! sub-filter built for the requested rate and refuses items once it is full.
+//!
+//! An item is hashed once; the hash serves every sub-filter. An add first checks every sub-filter
+//! and counts the item only if none holds it.
+
+use crate::bits::BitStore;
+use crate::hash::ItemHash;
+use crate::sizing::{check_error_rate, Shape};
+use crate::sub_filter::SubFilter;
+use crate::FilterError;
+
+/// The largest expansion factor (RedisBloom's bound).
+pub const MAX_EXPANSION: u32 = 32768;
+
+/// What happens when the newest sub-filter is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Growth {
+    /// Add a sub-filter `expansion` times the newest one's capacity (1 to [`MAX_EXPANSION`]).
+    Scaling { expansion: u32 },
+    /// Refuse new items (NONSCALING).
+    Fixed,
+}
+
+impl Growth {
+    /// A scaling growth, if `expansion` is in range.
+    pub fn scaling(expansion: u64) -> Result<Growth, FilterError> {
+        match u32::try_from(expansion) {
+            Ok(expansion) if (1..=MAX_EXPANSION).contains(&expansion) => {
+                Ok(Growth::Scaling { expansion })
+            }
+            _ => Err(FilterError::BadExpansion),
+        }
+    }
+}
+
+/// A Bloom filter that may grow: the value of one `BF.*` key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chain {
+    growth: Growth,
+    filters: Vec<SubFilter>,
+}
+
+impl Chain {
+    /// An empty chain for `capacity` items at `error`, refused with [`FilterError::TooLarge`] if it
+    /// would take more than `max_bytes` (checked before anything is allocated).
+    pub fn new(
+        capacity: u64,
+        error: f64,
+        growth: Growth,
+        max_bytes: u64,
+    ) -> Result<Chain, FilterError> {
+        check_error_rate(error)?;
+        let first_error = match growth {
+            Growth::Scaling { .. } => error / 2.0,
+            Growth::Fixed => error,
+        };
+        let shape = Shape::new(capacity, first_error)?;
+        let bytes = Chain::planned_bytes(std::iter::once(&shape));
+        if bytes > max_bytes {
+            return Err(FilterError::TooLarge { bytes });
+        }
+        Ok(Chain {
+            growth,
+            filters: vec![SubFilter::new(shape)?],
+        })
+    }
+
+    /// A chain rebuilt from stored sub-filters, checked against the growth rule: a fixed chain
+    /// has one sub-filter; in a scaling chain each sub-filter has `expansion` times the capacity
+    /// and half the error of the one before it, and only the newest may have room left.
+    pub fn from_parts(growth: Growth, filters: Vec<SubFilter>) -> Result<Chain, FilterError> {
+        if filters.is_empty() {
+            return Err(FilterError::Corrupt("no sub-filters"));
+        }
+        match growth {
+            Growth::Fixed if filters.len() != 1 => {
+                return Err(FilterError::Corrupt(
+                    "a non-scaling filter with several sub-filters",
+                ))
+            }
+            Growth::Fixed => {}
+            Growth::Scaling { expansion } => {
+                for pair in filters.windows(2) {
+                    let (older, newer) = (pair[0].shape(), pair[1].shape());
+                    if older.capacity.checked_mul(u64::from(expansion)) != Some(newer.capacity)
+                        || older.error / 2.0 != newer.error
+                    {
+                        return Err(FilterError::Corrupt(
+                            "sub-filters do not follow the growth rule",
+                        ));
+                    }
+                    if !pair[0].is_full() {
+                        return Err(FilterError::Corrupt("an older sub-filter is not full"));
+                    }
+                }
+            }
+        }
+        Ok(Chain { growth, filters })
+    }
+
+    /// How the chain grows.
+    pub fn growth(&self) -> Growth {
+        self.growth
+    }
+
+    /// The sub-filters, oldest first.
+    pub fn filters(&self) -> &[SubFilter] {
+        &self.filters
+    }
+
+    /// Items added (an item counts when it was new).
+    pub fn items(&self) -> u64 {
+        self.filters.iter().map(SubFilter::items).sum()
+    }
+
+    /// Total capacity of all sub-filters.
+    pub fn capacity(&self) -> u64 {
+        self.filters.iter().map(|f| f.shape().capacity).sum()
+    }
+
+    /// True if the item may have been added; false if it certainly was not.
+    pub fn contains(&self, item: &[u8]) -> bool {
+        self.contains_hash(&ItemHash::of(item))
+    }
+
+    /// [`Chain::contains`] for an item already hashed.
+    #[inline]
+    pub fn contains_hash(&self, hash: &ItemHash) -> bool {
+        // Newest first: it is the biggest, so most items that are present are found there.
+        self.filters
+            .iter()
+            .enumerate()
+            .rev()
+            .any(|(index, filter)| filter.contains(&hash.for_sub_filter(index)))
+    }
+
+    /// Adds an item; `Ok(true)` if it was new, `Ok(false)` if the chain already (maybe) held it.
+    ///
+    /// Growing the chain past `max_bytes` is refused with [`FilterError::TooLarge`], and a full
+    /// fixed chain refuses new items with [`FilterError::Full`]; either way nothing changes.
+    pub fn add(&mut self, item: &[u8], max_bytes: u64) -> Result<bool, FilterError> {
+        self.add_hash(&ItemHash::of(item), max_bytes)
+    }
+
+    /// [`Chain::add`] for an item already hashed.
+    #[inline]
+    pub fn add_hash(&mut self, hash: &ItemHash, max_bytes: u64) -> Result<bool, FilterError> {
+        if self.contains_hash(hash) {
+            return Ok(false);
+        }
+        if self.newest().is_full() {
+            self.grow(max_bytes)?;
+        }
+        let newest = self.filters.len() - 1;
+        self.filters[newest].insert(&hash.for_sub_filter(newest));
+        Ok(true)
+    }
+
+    fn grow(&mut self, max_bytes: u64) -> Result<(), FilterError> {
+        let shape = next_shape(self.growth, self.newest().shape()).map_err(|err| match err {
+            FilterError::TooLarge { bytes } => FilterError::TooLarge {
+                bytes: bytes.saturating_add(self.planned_size()),
+            },
+            other => other,
+        })?;
+        let shapes = self.filters.iter().map(SubFilter::shape);
+        let bytes = Chain::planned_bytes(shapes.chain(std::iter::once(&shape)));
+        if bytes > max_bytes {
+            return Err(FilterError::TooLarge { bytes });
+        }
+        self.filters.push(SubFilter::new(shape)?);
+        Ok(())
+    }
+
+    fn newest(&self) -> &SubFilter {
+        // A chain always has at least one sub-filter: `new` makes one, `from_parts` demands one.
+        &self.filters[self.filters.len() - 1]
+    }
+
+    /// Bytes a chain of these sub-filter shapes takes: the bit arrays and the bookkeeping of the
+    /// chain and of each sub-filter. This is the figure `bf.max-filter-bytes` bounds; it depends
+    /// on the shapes alone, so every server makes the same decision for the same filter.
+    pub fn planned_bytes<'a>(shapes: impl IntoIterator<Item = &'a Shape>) -> u64 {
+        let chain = std::mem::size_of::<Chain>() as u64;
+        let per_filter = std::mem::size_of::<SubFilter>() as u64;
+        shapes.into_iter().fold(chain, |total, shape| {
+            total
+                .saturating_add(per_filter)
+                .saturating_add(BitStore::planned_bytes(shape.bits))
+        })
+    }
+
+    /// [`Chain::planned_bytes`] of this chain's sub-filters.
+    pub fn planned_size(&self) -> u64 {
+        Chain::planned_bytes(self.filters.iter().map(SubFilter::shape))
+    }
+
+    /// Calls `visit` with the address and length of every heap allocation the chain owns (not
+    /// counting the chain itself), so the host can ask its allocator what each really costs.
+    pub fn visit_allocations(&self, visit: &mut dyn FnMut(*const u8, usize)) {
+        if self.filters.capacity() > 0 {
+            visit(
+                self.filters.as_ptr().cast(),
+                self.filters.capacity() * std::mem::size_of::<SubFilter>(),
+            );
+        }
+        for filter in &self.filters {
+            filter.bits().visit_allocations(visit);
+        }
+    }
+}
+
+/// The shape of the sub-filter that follows `newest` in a chain that grows by `growth`.
+fn next_shape(growth: Growth, newest: &Shape) -> Result<Shape, FilterError> {
+    let Growth::Scaling { expansion } = growth else {
+        return Err(FilterError::Full);
+    };
+    let capacity = newest
+        .capacity
+        .checked_mul(u64::from(expansion))
+        .ok_or(FilterError::CannotGrow)?;
+    let error = newest.error / 2.0;
+    if !error.is_normal() {
+        return Err(FilterError::CannotGrow);
+    }
+    Shape::new(capacity, error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_sub_filter_has_expansion_times_the_capacity_and_half_the_error() {
+        let newest = Shape::new(10, 0.005).unwrap();
+        let next = next_shape(Growth::Scaling { expansion: 4 }, &newest).unwrap();
+        assert_eq!(next, Shape::new(40, 0.0025).unwrap());
+        assert_eq!(next_shape(Growth::Fixed, &newest), Err(FilterError::Full));
+    }
+
+    #[test]
+    fn growth_that_would_overflow_the_capacity_or_the_error_is_refused() {
+        let huge = Shape {
+            capacity: 1 << 50,
+            ..Shape::new(1, 0.01).unwrap()
+        };
+        let growth = Growth::Scaling {
+            expansion: MAX_EXPANSION,
+        };
+        assert_eq!(next_shape(growth, &huge), Err(FilterError::CannotGrow));
+        let tiny = Shape::new(1, f64::MIN_POSITIVE).unwrap();
+        assert_eq!(
+            next_shape(Growth::Scaling { expansion: 1 }, &tiny),
+            Err(FilterError::CannotGrow)
+        );
+    }
+}

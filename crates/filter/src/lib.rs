@@ -1,0 +1,43 @@
+//! The Bloom filter behind redis-bf, with no Redis types in it: sizing ([`sizing`]), hashing and
+//! probe sequences ([`hash`]), the bit array ([`bits`]), one fixed-size filter ([`SubFilter`]) and
+//! the scaling chain a key holds ([`Chain`]).
+//!
+//! Everything here is plain Rust, tested and benchmarked like any library; the module crate wraps
+//! it in commands, persistence and configuration.
+
+pub mod bits;
+pub mod chain;
+pub mod hash;
+pub mod sizing;
+pub mod sub_filter;
+
+pub use chain::{Chain, Growth, MAX_EXPANSION};
+pub use hash::ItemHash;
+pub use sizing::Shape;
+pub use sub_filter::SubFilter;
+
+/// Why a filter could not be made, grown, added to or rebuilt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilterError {
+    /// The error rate is not a finite number strictly between 0 and 1.
+    BadErrorRate,
+    /// The capacity is zero.
+    BadCapacity,
+    /// The expansion factor is outside 1 to [`MAX_EXPANSION`].
+    BadExpansion,
+    /// The filter would take `bytes` bytes, more than the limit it was given.
+    TooLarge {
+        /// The size it would have had, saturating at `u64::MAX`.
+        bytes: u64,
+    },
+    /// A fixed (NONSCALING) filter holds its capacity.
+    Full,
+    /// A scaling filter cannot add a sub-filter: its capacity or error rate would leave the range
+    /// a number can hold.
+    CannotGrow,
+    /// Stored data is inconsistent; the text names what.
+    Corrupt(&'static str),
+}
+
+#[cfg(test)]
+mod tests;

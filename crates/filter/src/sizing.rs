@@ -1,0 +1,166 @@
+//! Sizing: how many bits and hash functions a sub-filter gets for a capacity and an error rate.
+//!
+//! The formulas are RedisBloom's, to the constant, so that capacities, hash counts and sizes line up
+//! with filters that users already run (and with the ones they will import):
+//! `bits_per_item = -ln(error) / ln(2)^2`, `hash_count = ceil(ln(2) * bits_per_item)`,
+//! `bits = floor(capacity * bits_per_item)`, at least 1, rounded up to a multiple of 64.
+
+use crate::FilterError;
+
+/// ln(2), with the digits RedisBloom uses (not `std::f64::consts::LN_2`): sizes must match its own
+/// to the bit, and the last digit can move a `ceil` or a `floor`.
+#[allow(clippy::approx_constant)]
+const LN_2: f64 = 0.693147180559945;
+/// ln(2)^2, with the digits RedisBloom uses.
+const LN_2_SQUARED: f64 = 0.480453013918201;
+
+/// The largest bit count a sub-filter may have: far beyond any memory limit, and small enough that
+/// every byte offset fits a `usize` and every rounding below stays exact.
+const MAX_BITS: u64 = 1 << 62;
+
+/// Bits per item that give a false-positive rate of `error` with the optimal number of hashes.
+pub fn bits_per_item(error: f64) -> f64 {
+    -error.ln() / LN_2_SQUARED
+}
+
+/// Number of hash functions (probes) for a sub-filter built for `error`.
+pub fn hash_count(error: f64) -> u32 {
+    // error is in (0, 1), so this is between 1 and about 1,100 (for the smallest subnormal error).
+    (LN_2 * bits_per_item(error)).ceil() as u32
+}
+
+/// Checks that `error` is a usable false-positive rate: a finite number strictly between 0 and 1.
+pub fn check_error_rate(error: f64) -> Result<(), FilterError> {
+    if error.is_finite() && error > 0.0 && error < 1.0 {
+        Ok(())
+    } else {
+        Err(FilterError::BadErrorRate)
+    }
+}
+
+/// The shape of one sub-filter: everything about it that does not change as items are added.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    /// Items the sub-filter is built to hold at `error`.
+    pub capacity: u64,
+    /// The false-positive rate it is built for.
+    pub error: f64,
+    /// Probes per item.
+    pub hash_count: u32,
+    /// Size of the bit array, a multiple of 64.
+    pub bits: u64,
+}
+
+impl Shape {
+    /// The shape RedisBloom's sizing gives to `capacity` items at `error`.
+    pub fn new(capacity: u64, error: f64) -> Result<Shape, FilterError> {
+        check_error_rate(error)?;
+        if capacity == 0 {
+            return Err(FilterError::BadCapacity);
+        }
+        let exact = (capacity as f64 * bits_per_item(error)).floor();
+        // The error rate was checked, so `exact` is a finite positive number here.
+        if exact >= MAX_BITS as f64 {
+            // Report the size it would have had (saturating), so the error can say how far off it is.
+            return Err(FilterError::TooLarge {
+                bytes: (exact / 8.0) as u64,
+            });
+        }
+        let bits = (exact as u64).max(1).next_multiple_of(64);
+        Ok(Shape {
+            capacity,
+            error,
+            hash_count: hash_count(error),
+            bits,
+        })
+    }
+
+    /// Bytes of the bit array.
+    pub fn bit_bytes(&self) -> u64 {
+        self.bits / 8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_counts_of_scaling_first_sub_filters_match_the_published_vectors() {
+        // A scaling filter's first sub-filter is built for p/2.
+        let expected = [
+            (0.1, 5),
+            (0.01, 8),
+            (0.001, 11),
+            (1e-4, 15),
+            (1e-5, 18),
+            (1e-6, 21),
+            (1e-7, 25),
+        ];
+        for (p, k) in expected {
+            assert_eq!(hash_count(p / 2.0), k, "p = {p}");
+        }
+    }
+
+    #[test]
+    fn bit_array_sizes_for_a_hundred_million_items_match_the_published_vectors() {
+        let mib = |shape: Shape| shape.bit_bytes() as f64 / (1024.0 * 1024.0);
+        let a = Shape::new(100_000_000, 0.001 / 2.0).unwrap();
+        assert_eq!(format!("{:.1}", mib(a)), "188.6");
+        let b = Shape::new(100_000_000, 1e-4 / 2.0).unwrap();
+        assert_eq!(format!("{:.1}", mib(b)), "245.7");
+    }
+
+    #[test]
+    fn bits_are_floored_then_rounded_up_to_a_multiple_of_64() {
+        // 100 items at 1%: 958.5 bits per the formula, floored to 958, rounded up to 960.
+        let shape = Shape::new(100, 0.01).unwrap();
+        assert_eq!(shape.bits, 960);
+        assert_eq!(shape.hash_count, 7);
+        // One item at 50%: 1.44 bits, floored to 1, rounded up to one word.
+        assert_eq!(Shape::new(1, 0.5).unwrap().bits, 64);
+        for capacity in [1, 7, 10, 63, 64, 65, 1000, 123_457] {
+            for error in [0.3, 0.01, 1e-5] {
+                let shape = Shape::new(capacity, error).unwrap();
+                assert_eq!(shape.bits % 64, 0);
+                assert!(shape.bits as f64 >= (capacity as f64 * bits_per_item(error)).floor());
+                assert!((shape.bits as f64) < capacity as f64 * bits_per_item(error) + 65.0);
+            }
+        }
+    }
+
+    #[test]
+    fn error_rates_outside_the_open_unit_interval_are_refused() {
+        for error in [
+            0.0,
+            1.0,
+            -0.1,
+            1.5,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            assert_eq!(
+                Shape::new(100, error),
+                Err(FilterError::BadErrorRate),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn zero_capacity_is_refused() {
+        assert_eq!(Shape::new(0, 0.01), Err(FilterError::BadCapacity));
+    }
+
+    #[test]
+    fn absurd_sizes_are_refused_before_anything_is_computed_from_them() {
+        assert!(matches!(
+            Shape::new(u64::MAX, 1e-300),
+            Err(FilterError::TooLarge { .. })
+        ));
+        // The smallest subnormal error rate is still a finite, bounded number of hashes.
+        let tiny = Shape::new(1, f64::from_bits(1)).unwrap();
+        assert!(tiny.hash_count > 1000 && tiny.hash_count < 1200);
+    }
+}

@@ -1,0 +1,84 @@
+//! One fixed-size Bloom filter: a shape, a bit array, and the number of items it took.
+
+use crate::bits::BitStore;
+use crate::hash::ItemHash;
+use crate::sizing::Shape;
+use crate::FilterError;
+
+/// A Bloom filter of fixed size; a [`crate::Chain`] is a list of them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubFilter {
+    shape: Shape,
+    items: u64,
+    bits: BitStore,
+}
+
+impl SubFilter {
+    /// An empty sub-filter of the given shape.
+    pub fn new(shape: Shape) -> Result<SubFilter, FilterError> {
+        let bits = BitStore::zeroed(shape.bits).ok_or(FilterError::Corrupt("bit count"))?;
+        Ok(SubFilter {
+            shape,
+            items: 0,
+            bits,
+        })
+    }
+
+    /// A sub-filter rebuilt from stored parts, checked for consistency: the hash count and bit
+    /// count must be the ones the sizing gives for the capacity and error, and the item count
+    /// cannot exceed the capacity.
+    pub fn from_parts(shape: Shape, items: u64, bits: BitStore) -> Result<SubFilter, FilterError> {
+        let expected = Shape::new(shape.capacity, shape.error)
+            .map_err(|_| FilterError::Corrupt("sub-filter capacity or error rate"))?;
+        if expected.hash_count != shape.hash_count {
+            return Err(FilterError::Corrupt(
+                "hash count does not match the error rate",
+            ));
+        }
+        if expected.bits != shape.bits || bits.bits() != shape.bits {
+            return Err(FilterError::Corrupt(
+                "bit count does not match the capacity",
+            ));
+        }
+        if items > shape.capacity {
+            return Err(FilterError::Corrupt("more items than capacity"));
+        }
+        Ok(SubFilter { shape, items, bits })
+    }
+
+    /// The sub-filter's shape.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// Items added to this sub-filter.
+    pub fn items(&self) -> u64 {
+        self.items
+    }
+
+    /// True once it holds as many items as it was built for.
+    pub fn is_full(&self) -> bool {
+        self.items >= self.shape.capacity
+    }
+
+    /// The bit array.
+    pub fn bits(&self) -> &BitStore {
+        &self.bits
+    }
+
+    /// True if every probe bit of the item is set.
+    #[inline]
+    pub fn contains(&self, hash: &ItemHash) -> bool {
+        hash.probes(self.shape.hash_count, self.shape.bits)
+            .all(|position| self.bits.get(position))
+    }
+
+    /// Sets the item's probe bits and counts it; the caller has checked that it is new.
+    #[inline]
+    pub fn insert(&mut self, hash: &ItemHash) {
+        for position in hash.probes(self.shape.hash_count, self.shape.bits) {
+            self.bits.set(position);
+        }
+        self.items += 1;
+    }
+}
