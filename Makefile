@@ -1,0 +1,64 @@
+# redis-bf: build, run and test the Bloom filter module.
+#
+#   make run    build the module and start redis-server with it on port 6379 (PORT=... to change)
+#   make test   everything CI checks: formatting, clippy, unit and integration tests
+#   make build  build target/release/libredis_bf.so
+#   make clean  remove build output
+
+PORT ?= 6379
+MODULE := target/release/libredis_bf.so
+DEBIAN_PACKAGES := redis-server redis-tools libclang-dev build-essential
+
+.PHONY: all deps build run test lint unit integration clean
+
+all: build
+
+# Installs the Debian packages that are missing when it can (as root), otherwise names them.
+deps:
+	@missing=""; \
+	if command -v dpkg >/dev/null 2>&1; then \
+	  for pkg in $(DEBIAN_PACKAGES); do \
+	    dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	  done; \
+	else \
+	  command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	fi; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing:$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "Missing packages:$$missing"; \
+	    echo "Install them with: sudo apt-get install -y$$missing"; \
+	    exit 1; \
+	  fi; \
+	fi; \
+	command -v cargo >/dev/null 2>&1 || { echo "cargo is missing: install Rust from https://rustup.rs"; exit 1; }
+
+build: deps
+	cargo build --release
+
+$(MODULE): build
+
+# Starts redis-server in the foreground with the module (Ctrl-C stops it). Data goes to target/run.
+run: build
+	@mkdir -p target/run
+	redis-server redis.conf.example --port $(PORT) --dir $(CURDIR)/target/run \
+	  --loadmodule $(CURDIR)/$(MODULE)
+
+lint: deps
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+unit: deps
+	cargo test --workspace --lib
+
+integration: build
+	cargo test --workspace --tests
+
+test: lint build
+	cargo test --workspace
+
+clean:
+	cargo clean

@@ -1,0 +1,138 @@
+//! `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`: creates an empty filter.
+
+use super::{
+    is_option, once, parse_capacity, parse_error_rate, parse_expansion, unknown, value_of, Args,
+};
+use crate::config;
+use crate::error::BfError;
+use crate::glue::call::Call;
+use crate::glue::key::{Access, FilterKey};
+use bf_filter::{Chain, Growth};
+
+/// A parsed BF.RESERVE.
+#[derive(Debug, PartialEq)]
+pub struct Reserve {
+    pub error: f64,
+    pub capacity: u64,
+    pub growth: Growth,
+}
+
+impl Reserve {
+    /// Parses the arguments after the key; `default_expansion` applies when neither EXPANSION
+    /// nor NONSCALING is given.
+    pub fn parse<'a>(args: &impl Args<'a>, default_expansion: u32) -> Result<Reserve, BfError> {
+        let error = parse_error_rate(args.get(2))?;
+        let capacity = parse_capacity(args.get(3))?;
+        let mut expansion = None;
+        let mut non_scaling = None;
+        let mut index = 4;
+        while index < args.len() {
+            let token = args.get(index);
+            if is_option(token, "EXPANSION") {
+                let value = parse_expansion(value_of(args, index, "EXPANSION")?)?;
+                once(&mut expansion, "EXPANSION", value)?;
+                index += 2;
+            } else if is_option(token, "NONSCALING") {
+                once(&mut non_scaling, "NONSCALING", ())?;
+                index += 1;
+            } else {
+                return Err(unknown(token));
+            }
+        }
+        let growth = match (expansion, non_scaling) {
+            (Some(_), Some(())) => return Err(BfError::ExpansionWithNonScaling),
+            (_, Some(())) => Growth::Fixed,
+            (expansion, None) => Growth::Scaling {
+                expansion: expansion.unwrap_or(default_expansion),
+            },
+        };
+        Ok(Reserve {
+            error,
+            capacity,
+            growth,
+        })
+    }
+}
+
+/// BF.RESERVE: `OK`, or `ERR item exists` if the key holds a filter already.
+pub fn reserve(call: &Call) -> Result<(), BfError> {
+    let request = Reserve::parse(&call.args(), config::defaults().expansion)?;
+    let mut key = FilterKey::open(call, 1, Access::Write);
+    if key.filter()?.is_some() {
+        return Err(BfError::ItemExists);
+    }
+    let limit = config::max_filter_bytes();
+    let chain = Chain::new(request.capacity, request.error, request.growth, limit)
+        .map_err(|err| BfError::from_filter(err, limit))?;
+    key.create(chain)?;
+    call.reply_ok();
+    call.replicate_verbatim();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Reserve, BfError> {
+        let mut all: Vec<&[u8]> = vec![b"BF.RESERVE", b"key"];
+        all.extend(args.iter().map(|a| a.as_bytes()));
+        Reserve::parse(&all.as_slice(), 2)
+    }
+
+    #[test]
+    fn options_are_case_insensitive_in_any_order() {
+        let expected = Reserve {
+            error: 0.01,
+            capacity: 100,
+            growth: Growth::Scaling { expansion: 4 },
+        };
+        assert_eq!(parse(&["0.01", "100", "expansion", "4"]), Ok(expected));
+        assert_eq!(
+            parse(&["0.01", "100", "NonScaling"]).unwrap().growth,
+            Growth::Fixed
+        );
+        assert_eq!(
+            parse(&["0.01", "100"]).unwrap().growth,
+            Growth::Scaling { expansion: 2 }
+        );
+    }
+
+    #[test]
+    fn bad_grammar_is_refused_with_its_own_error() {
+        assert_eq!(
+            parse(&["0.01", "100", "EXPANSION", "2", "NONSCALING"]),
+            Err(BfError::ExpansionWithNonScaling)
+        );
+        assert_eq!(
+            parse(&["0.01", "100", "NONSCALING", "EXPANSION", "2"]),
+            Err(BfError::ExpansionWithNonScaling)
+        );
+        assert_eq!(
+            parse(&["0.01", "100", "EXPANSION", "2", "EXPANSION", "2"]),
+            Err(BfError::DuplicateOption("EXPANSION"))
+        );
+        assert_eq!(
+            parse(&["0.01", "100", "NONSCALING", "NONSCALING"]),
+            Err(BfError::DuplicateOption("NONSCALING"))
+        );
+        assert_eq!(
+            parse(&["0.01", "100", "EXPANSION"]),
+            Err(BfError::MissingValue("EXPANSION"))
+        );
+        assert_eq!(
+            parse(&["0.01", "100", "EXPANSION", "0"]),
+            Err(BfError::BadExpansion)
+        );
+        assert_eq!(
+            parse(&["0.01", "100", "NONSCALINGX"]),
+            Err(BfError::UnknownArgument("NONSCALINGX".into()))
+        );
+        assert_eq!(
+            parse(&["0.01", "100", "N"]),
+            Err(BfError::UnknownArgument("N".into()))
+        );
+        assert_eq!(parse(&["2", "100"]), Err(BfError::BadErrorRate));
+        assert_eq!(parse(&["0.01", "0"]), Err(BfError::BadCapacity));
+    }
+}

@@ -1,0 +1,144 @@
+//! Every error a command can answer, and its exact text on the wire.
+//!
+//! The `Display` of [`BfError`] is the reply line, code first (`ERR`, `WRONGTYPE`). Tests assert
+//! these texts literally; change one only together with its test and the README.
+
+use bf_filter::{FilterError, MAX_EXPANSION};
+use std::fmt;
+
+/// An error reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BfError {
+    /// The key holds a value of another type.
+    WrongType,
+    /// BF.RESERVE on a key that already holds a filter.
+    ItemExists,
+    /// A NONSCALING filter holds its capacity and the item is new.
+    NonScalingFull,
+    /// The error rate is not a number strictly between 0 and 1.
+    BadErrorRate,
+    /// The capacity is not a whole number of at least 1.
+    BadCapacity,
+    /// The expansion is not a whole number from 1 to 32768.
+    BadExpansion,
+    /// EXPANSION and NONSCALING in one command.
+    ExpansionWithNonScaling,
+    /// An option was given twice.
+    DuplicateOption(&'static str),
+    /// An option keyword was not followed by its value.
+    MissingValue(&'static str),
+    /// A token the grammar does not know.
+    UnknownArgument(String),
+    /// The filter would take more than `bf.max-filter-bytes`.
+    TooLarge { bytes: u64, limit: u64 },
+    /// A scaling filter cannot add another sub-filter.
+    CannotGrow,
+    /// A bug caught before it could take the server down.
+    Internal,
+}
+
+impl BfError {
+    /// The reply for a core error, given the byte limit that was in force.
+    pub fn from_filter(err: FilterError, limit: u64) -> BfError {
+        match err {
+            FilterError::BadErrorRate => BfError::BadErrorRate,
+            FilterError::BadCapacity => BfError::BadCapacity,
+            FilterError::BadExpansion => BfError::BadExpansion,
+            FilterError::TooLarge { bytes } => BfError::TooLarge { bytes, limit },
+            FilterError::Full => BfError::NonScalingFull,
+            FilterError::CannotGrow => BfError::CannotGrow,
+            FilterError::Corrupt(_) => BfError::Internal,
+        }
+    }
+}
+
+impl fmt::Display for BfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BfError::WrongType => {
+                f.write_str("WRONGTYPE Operation against a key holding the wrong kind of value")
+            }
+            BfError::ItemExists => f.write_str("ERR item exists"),
+            BfError::NonScalingFull => f.write_str("ERR non scaling filter is full"),
+            BfError::BadErrorRate => {
+                f.write_str("ERR bad error rate: must be a number strictly between 0 and 1")
+            }
+            BfError::BadCapacity => {
+                f.write_str("ERR bad capacity: must be a whole number of at least 1")
+            }
+            BfError::BadExpansion => write!(
+                f,
+                "ERR bad expansion: must be a whole number from 1 to {MAX_EXPANSION}"
+            ),
+            BfError::ExpansionWithNonScaling => {
+                f.write_str("ERR EXPANSION cannot be used with NONSCALING")
+            }
+            BfError::DuplicateOption(name) => write!(f, "ERR option {name} given more than once"),
+            BfError::MissingValue(name) => write!(f, "ERR option {name} needs a value"),
+            BfError::UnknownArgument(token) => write!(f, "ERR unknown argument '{token}'"),
+            BfError::TooLarge { bytes, limit } => write!(
+                f,
+                "ERR filter would use {bytes} bytes, over bf.max-filter-bytes ({limit})"
+            ),
+            BfError::CannotGrow => f.write_str(
+                "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of range",
+            ),
+            BfError::Internal => f.write_str("ERR internal error in the bf module (see the server log)"),
+        }
+    }
+}
+
+/// The printable form of a client's token for an error message: at most 64 characters, with
+/// anything but printable ASCII escaped, so the reply stays one line.
+pub fn quote_token(token: &[u8]) -> String {
+    let mut quoted = String::new();
+    for &byte in token.iter().take(64) {
+        match byte {
+            b' '..=b'~' if byte != b'\'' && byte != b'\\' => quoted.push(byte as char),
+            _ => quoted.push_str(&format!("\\x{byte:02x}")),
+        }
+    }
+    if token.len() > 64 {
+        quoted.push_str("...");
+    }
+    quoted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_in_messages_stay_on_one_printable_line() {
+        assert_eq!(quote_token(b"FOO"), "FOO");
+        assert_eq!(quote_token(b"a\r\nb\0'"), "a\\x0d\\x0ab\\x00\\x27");
+        assert_eq!(quote_token(&[b'x'; 100]).len(), 67);
+    }
+
+    #[test]
+    fn every_message_starts_with_a_code() {
+        let all = [
+            BfError::WrongType,
+            BfError::ItemExists,
+            BfError::NonScalingFull,
+            BfError::BadErrorRate,
+            BfError::BadCapacity,
+            BfError::BadExpansion,
+            BfError::ExpansionWithNonScaling,
+            BfError::DuplicateOption("EXPANSION"),
+            BfError::MissingValue("EXPANSION"),
+            BfError::UnknownArgument("x".into()),
+            BfError::TooLarge { bytes: 2, limit: 1 },
+            BfError::CannotGrow,
+            BfError::Internal,
+        ];
+        for err in all {
+            let text = err.to_string();
+            assert!(
+                text.starts_with("ERR ") || text.starts_with("WRONGTYPE "),
+                "{text}"
+            );
+            assert!(!text.contains('\n') && !text.contains('\r'));
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! Registering commands with the server (flags, arity, key specs) and running them: every command
+//! callback goes through [`dispatch`], which turns an `Err` into an error reply and a panic into an
+//! error reply plus a log line instead of a dead server.
+
+use crate::error::BfError;
+use crate::glue::call::Call;
+use redis_module::raw;
+use std::ffi::CStr;
+use std::os::raw::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// A command handler: reads its arguments from the call, replies through it, or returns the error
+/// to reply with.
+pub type Handler = fn(&Call) -> Result<(), BfError>;
+
+/// The C callback Redis calls for a command.
+pub type Callback =
+    extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+
+/// What a command does to its key (argument 1), for ACLs and cluster routing.
+#[derive(Clone, Copy)]
+pub enum KeyUse {
+    /// Reads the filter's contents (EXISTS, SCANDUMP): RO + ACCESS.
+    ReadsItems,
+    /// Adds to the filter, creating it if needed (RESERVE, ADD, INSERT): RW + INSERT.
+    Inserts,
+}
+
+impl KeyUse {
+    fn flags(self) -> u32 {
+        match self {
+            KeyUse::ReadsItems => raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
+            KeyUse::Inserts => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT,
+        }
+    }
+}
+
+/// One command as it is registered.
+pub struct Command {
+    pub name: &'static CStr,
+    pub callback: Callback,
+    /// Command flags, e.g. `write deny-oom` or `readonly fast`.
+    pub flags: &'static CStr,
+    /// Redis arity: the exact argument count including the name, or minus the minimum.
+    pub arity: i32,
+    pub key: KeyUse,
+}
+
+/// Runs a handler for a command callback.
+pub fn dispatch(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    handler: Handler,
+) -> c_int {
+    // SAFETY: these are the callback's own arguments.
+    let call = unsafe { Call::new(ctx, argv, usize::try_from(argc).unwrap_or(0)) };
+    match catch_unwind(AssertUnwindSafe(|| handler(&call))) {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => call.reply_error(&err),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            redis_module::logging::log_warning(format!("bf: a command panicked: {what}"));
+            call.reply_error(&BfError::Internal);
+        }
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+/// The version of the command-info structures this module was built with.
+static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleCommandInfoVersion {
+    version: 1,
+    sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
+    sizeof_keyspec: std::mem::size_of::<raw::RedisModuleCommandKeySpec>(),
+    sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
+};
+
+/// Registers every command; an error names the command that failed.
+pub fn register(ctx: *mut raw::RedisModuleCtx, commands: &[Command]) -> Result<(), String> {
+    for command in commands {
+        let name = command.name.to_string_lossy();
+        // SAFETY: a valid load-time context and NUL-terminated strings that live for the
+        // program; the callback has the signature Redis expects.
+        let created = unsafe {
+            raw::RedisModule_CreateCommand.unwrap()(
+                ctx,
+                command.name.as_ptr(),
+                Some(command.callback),
+                command.flags.as_ptr(),
+                1,
+                1,
+                1,
+            )
+        };
+        if created != raw::REDISMODULE_OK as c_int {
+            return Err(format!("could not create command {name}"));
+        }
+        // SAFETY: the command was just created under this name.
+        let handle = unsafe { raw::RedisModule_GetCommand.unwrap()(ctx, command.name.as_ptr()) };
+        if handle.is_null() {
+            return Err(format!("could not find command {name} after creating it"));
+        }
+        set_info(handle, command).map_err(|why| format!("command {name}: {why}"))?;
+    }
+    Ok(())
+}
+
+/// Declares the arity and the single key spec: argument 1, with the command's access flags.
+fn set_info(handle: *mut raw::RedisModuleCommand, command: &Command) -> Result<(), &'static str> {
+    // SAFETY: zeroed key specs are the documented terminator; the other fields are plain data.
+    let mut key_specs: [raw::RedisModuleCommandKeySpec; 2] = unsafe { std::mem::zeroed() };
+    key_specs[0].flags = u64::from(command.key.flags());
+    key_specs[0].begin_search_type =
+        raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+    key_specs[0].bs.index.pos = 1;
+    key_specs[0].find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+    key_specs[0].fk.range.lastkey = 0;
+    key_specs[0].fk.range.keystep = 1;
+    key_specs[0].fk.range.limit = 0;
+    // SAFETY: zeroed pointers mean "none" for every optional field.
+    let mut info: raw::RedisModuleCommandInfo = unsafe { std::mem::zeroed() };
+    info.version = &INFO_VERSION;
+    info.arity = command.arity;
+    info.key_specs = key_specs.as_mut_ptr();
+    let Some(set_command_info) = (unsafe { raw::RedisModule_SetCommandInfo }) else {
+        return Err("this server cannot describe commands (Redis 7.0 or newer is needed)");
+    };
+    // SAFETY: the info and its key specs are valid for the call; Redis copies what it keeps.
+    if unsafe { set_command_info(handle, &info) } != raw::REDISMODULE_OK as c_int {
+        return Err("the server refused its command info");
+    }
+    Ok(())
+}

@@ -1,0 +1,103 @@
+//! Opening a key that should hold a filter: the one place that decides "missing", "ours" or
+//! WRONGTYPE, and that hands filters to and from the keyspace.
+
+use crate::error::BfError;
+use crate::glue::call::Call;
+use bf_filter::Chain;
+use redis_module::raw;
+use std::os::raw::{c_int, c_void};
+
+/// How a key is opened.
+#[derive(Clone, Copy)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// An open key; closed when dropped.
+pub struct FilterKey {
+    key: *mut raw::RedisModuleKey,
+}
+
+impl FilterKey {
+    /// Opens the key named by argument `index` of the call.
+    pub fn open(call: &Call, index: usize, access: Access) -> FilterKey {
+        let mode = match access {
+            Access::Read => raw::REDISMODULE_READ,
+            Access::Write => raw::REDISMODULE_READ | raw::REDISMODULE_WRITE,
+        };
+        // SAFETY: the context and the argument string are valid for the whole call, and the key
+        // is closed (by Drop) before the call returns.
+        let key = unsafe {
+            raw::RedisModule_OpenKey.unwrap()(call.ctx(), call.arg_string(index), mode as c_int)
+                .cast::<raw::RedisModuleKey>()
+        };
+        FilterKey { key }
+    }
+
+    /// The value's pointer if the key holds a filter, `None` if it is empty, WRONGTYPE otherwise.
+    fn value(&self) -> Result<Option<*mut Chain>, BfError> {
+        if self.key.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: a non-null key opened by `open` and not yet closed.
+        unsafe {
+            let key_type = raw::RedisModule_KeyType.unwrap()(self.key);
+            if key_type == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
+                return Ok(None);
+            }
+            if key_type != raw::REDISMODULE_KEYTYPE_MODULE as c_int
+                || raw::RedisModule_ModuleTypeGetType.unwrap()(self.key)
+                    != crate::datatype::raw_type()
+            {
+                return Err(BfError::WrongType);
+            }
+            Ok(Some(
+                raw::RedisModule_ModuleTypeGetValue.unwrap()(self.key).cast::<Chain>(),
+            ))
+        }
+    }
+
+    /// The filter the key holds, if any.
+    pub fn filter(&self) -> Result<Option<&Chain>, BfError> {
+        // SAFETY: a value of our type is a `Box<Chain>` set by `create` or by rdb_load/copy, and
+        // stays alive while the key is open.
+        Ok(self.value()?.map(|chain| unsafe { &*chain }))
+    }
+
+    /// The filter the key holds, if any, to change it (the key must be open for writing).
+    pub fn filter_mut(&mut self) -> Result<Option<&mut Chain>, BfError> {
+        // SAFETY: as in `filter`; `&mut self` makes this the only reference handed out.
+        Ok(self.value()?.map(|chain| unsafe { &mut *chain }))
+    }
+
+    /// Stores a new filter in the empty key (open for writing) and returns it.
+    pub fn create(&mut self, chain: Chain) -> Result<&mut Chain, BfError> {
+        let value = Box::into_raw(Box::new(chain));
+        // SAFETY: the key is open for writing; on success Redis owns the box and frees it through
+        // the type's free callback.
+        let status = unsafe {
+            raw::RedisModule_ModuleTypeSetValue.unwrap()(
+                self.key,
+                crate::datatype::raw_type(),
+                value.cast::<c_void>(),
+            )
+        };
+        if status != raw::REDISMODULE_OK as c_int {
+            // SAFETY: Redis did not take the value; it is still ours to free.
+            drop(unsafe { Box::from_raw(value) });
+            return Err(BfError::Internal);
+        }
+        // SAFETY: the value now lives in the keyspace for at least as long as the key is open.
+        Ok(unsafe { &mut *value })
+    }
+}
+
+impl Drop for FilterKey {
+    fn drop(&mut self) {
+        if !self.key.is_null() {
+            // SAFETY: opened by `open`, closed once.
+            unsafe { raw::RedisModule_CloseKey.unwrap()(self.key) };
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! The edge between Rust and the Redis module API: the allocator, command registration and
+//! dispatch, the per-call context with its replies, and key access. Every `unsafe` block of the
+//! command path lives here.
+
+#[cfg(not(test))]
+pub mod alloc;
+pub mod call;
+pub mod command;
+pub mod key;

@@ -1,0 +1,111 @@
+//! redis-bf: Bloom filters for Redis, as a loadable module speaking RedisBloom's `BF.*` dialect.
+//!
+//! This file is registration only: the module's name and version, its data type, and its
+//! commands with their flags, arity and key access. The filter itself is the `bf-filter` crate;
+//! commands live in [`commands`], persistence in [`datatype`], settings in [`config`].
+
+mod commands;
+mod config;
+mod datatype;
+mod error;
+mod glue;
+
+use datatype::BLOOM_TYPE;
+use glue::command::{dispatch, Command, KeyUse};
+use redis_module::{redis_module, Context, RedisString, Status};
+
+/// The module version Redis reports: MAJOR * 10000 + MINOR * 100 + PATCH of the crate version.
+const MODULE_VERSION: i32 = version_number();
+
+const fn version_number() -> i32 {
+    const fn parse(text: &str) -> i32 {
+        let bytes = text.as_bytes();
+        let mut value = 0;
+        let mut index = 0;
+        while index < bytes.len() {
+            value = value * 10 + (bytes[index] - b'0') as i32;
+            index += 1;
+        }
+        value
+    }
+    parse(env!("CARGO_PKG_VERSION_MAJOR")) * 10000
+        + parse(env!("CARGO_PKG_VERSION_MINOR")) * 100
+        + parse(env!("CARGO_PKG_VERSION_PATCH"))
+}
+
+/// Declares a command: its C callback runs `$handler` through [`dispatch`].
+macro_rules! command {
+    ($name:literal, $handler:path, $flags:literal, $arity:literal, $key:ident) => {{
+        extern "C" fn callback(
+            ctx: *mut redis_module::raw::RedisModuleCtx,
+            argv: *mut *mut redis_module::raw::RedisModuleString,
+            argc: std::os::raw::c_int,
+        ) -> std::os::raw::c_int {
+            dispatch(ctx, argv, argc, $handler)
+        }
+        Command {
+            name: $name,
+            callback,
+            flags: $flags,
+            arity: $arity,
+            key: KeyUse::$key,
+        }
+    }};
+}
+
+/// Every command the module registers.
+const COMMANDS: &[Command] = &[
+    // BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]
+    command!(
+        c"BF.RESERVE",
+        commands::reserve::reserve,
+        c"write deny-oom",
+        -4,
+        Inserts
+    ),
+    // BF.ADD key item
+    command!(c"BF.ADD", commands::add::add, c"write deny-oom", 3, Inserts),
+    // BF.EXISTS key item
+    command!(
+        c"BF.EXISTS",
+        commands::exists::exists,
+        c"readonly fast",
+        3,
+        ReadsItems
+    ),
+];
+
+fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    let raw_ctx = ctx.ctx;
+    // SAFETY: a valid load-time context. Handling IO errors lets rdb_load refuse corrupt input
+    // with an error instead of the server aborting; filters need no care for async loading.
+    unsafe {
+        redis_module::raw::RedisModule_SetModuleOptions.unwrap()(
+            raw_ctx,
+            (redis_module::raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
+                | redis_module::raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD) as i32,
+        );
+    }
+    if let Err(why) = glue::command::register(raw_ctx, COMMANDS) {
+        ctx.log_warning(&format!("bf: {why}"));
+        return Status::Err;
+    }
+    Status::Ok
+}
+
+#[cfg(not(test))]
+type Allocator = glue::alloc::RedisAllocator;
+#[cfg(not(test))]
+const ALLOCATOR: Allocator = glue::alloc::RedisAllocator;
+#[cfg(test)]
+type Allocator = std::alloc::System;
+#[cfg(test)]
+const ALLOCATOR: Allocator = std::alloc::System;
+
+redis_module! {
+    name: "bf",
+    version: MODULE_VERSION,
+    allocator: (Allocator, ALLOCATOR),
+    data_types: [BLOOM_TYPE],
+    init: init,
+}

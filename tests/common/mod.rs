@@ -1,0 +1,230 @@
+//! The test harness: a real `redis-server` with the built module, on a free loopback port, in a
+//! directory of its own under `target/test-servers/`, killed when dropped (also when the test
+//! panics). Every integration test file includes this module.
+
+#![allow(dead_code)]
+
+pub mod payload;
+pub mod resp;
+
+pub use resp::{Conn, Frame};
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+/// The module under test: the release build (`make test` builds it first).
+pub fn module_path() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libredis_bf.so");
+    assert!(
+        path.exists(),
+        "{} is missing: build it with `make build` (make test does)",
+        path.display()
+    );
+    path
+}
+
+fn redis_server() -> String {
+    std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).expect("bind a free port");
+    listener.local_addr().expect("local address").port()
+}
+
+static SERVERS: AtomicUsize = AtomicUsize::new(0);
+
+/// How to start a server.
+#[derive(Clone, Default)]
+pub struct Options {
+    /// Arguments after the module path on the loadmodule line.
+    pub module_args: Vec<String>,
+    /// Extra `--name value` settings.
+    pub config: Vec<(String, String)>,
+    /// Start without loading the module.
+    pub without_module: bool,
+}
+
+impl Options {
+    /// Adds a `--name value` setting.
+    pub fn config(mut self, name: &str, value: &str) -> Options {
+        self.config.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// Adds module arguments.
+    pub fn module_args(mut self, args: &[&str]) -> Options {
+        self.module_args.extend(args.iter().map(|a| a.to_string()));
+        self
+    }
+}
+
+/// A running redis-server.
+pub struct Server {
+    child: Option<Child>,
+    pub port: u16,
+    pub dir: PathBuf,
+    options: Options,
+}
+
+impl Server {
+    /// A server with the module and default settings.
+    pub fn start() -> Server {
+        Server::with(Options::default())
+    }
+
+    /// A server with the given options.
+    pub fn with(options: Options) -> Server {
+        let n = SERVERS.fetch_add(1, Ordering::SeqCst);
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target/test-servers")
+            .join(format!(
+                "{}-{}-{n}",
+                std::thread::current()
+                    .name()
+                    .unwrap_or("test")
+                    .replace("::", "-"),
+                std::process::id()
+            ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create server directory");
+        let mut server = Server {
+            child: None,
+            port: 0,
+            dir,
+            options,
+        };
+        server.launch();
+        server
+    }
+
+    /// Starts the process (again), on a new free port, in the same directory.
+    fn launch(&mut self) {
+        let mut last_log = String::new();
+        for _attempt in 0..5 {
+            self.port = free_port();
+            let log = self.dir.join("redis.log");
+            let mut command = Command::new(redis_server());
+            command
+                .current_dir(&self.dir)
+                .arg("--port")
+                .arg(self.port.to_string())
+                .args(["--bind", "127.0.0.1", "--protected-mode", "no"])
+                .arg("--dir")
+                .arg(&self.dir)
+                .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+                .args(["--enable-debug-command", "yes"])
+                .arg("--logfile")
+                .arg(&log);
+            if !self.options.without_module {
+                command.arg("--loadmodule").arg(module_path());
+                command.args(&self.options.module_args);
+            }
+            for (name, value) in &self.options.config {
+                command.arg(format!("--{name}")).arg(value);
+            }
+            let child = command
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start redis-server (is it installed? make test installs it)");
+            self.child = Some(child);
+            if self.wait_ready() {
+                return;
+            }
+            last_log = std::fs::read_to_string(&log).unwrap_or_default();
+            self.kill();
+            if !last_log.contains("Address already in use") {
+                break;
+            }
+        }
+        panic!("redis-server did not start; its log:\n{last_log}");
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Some(child) = self.child.as_mut() {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return false;
+                }
+            }
+            if let Ok(mut conn) = Conn::connect(self.port) {
+                match conn.call(&["PING"]) {
+                    Frame::Simple(pong) if pong == "PONG" => return true,
+                    _ => {}
+                }
+            }
+            sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// A new connection (RESP2 until switched).
+    pub fn conn(&self) -> Conn {
+        Conn::connect(self.port).expect("connect to test server")
+    }
+
+    /// A new connection switched to RESP3.
+    pub fn conn3(&self) -> Conn {
+        let mut conn = self.conn();
+        let hello = conn.resp3();
+        assert!(matches!(hello, Frame::Map(_)), "HELLO 3: {hello:?}");
+        conn
+    }
+
+    /// Connections in both protocols, for tests that assert a reply in each.
+    pub fn both(&self) -> [(u8, Conn); 2] {
+        [(2, self.conn()), (3, self.conn3())]
+    }
+
+    /// Saves, stops and starts the server again from its dump.rdb, with the same options.
+    pub fn restart(&mut self) {
+        let saved = self.conn().call(&["SAVE"]);
+        assert_eq!(saved, Frame::ok());
+        self.kill();
+        self.launch();
+    }
+
+    /// Stops the server without saving (SIGKILL).
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default()
+    }
+
+    /// One field of INFO, as text.
+    pub fn info_field(&self, section: &str, field: &str) -> String {
+        let info = self.conn().call(&["INFO", section]).text();
+        info.lines()
+            .find_map(|line| line.strip_prefix(&format!("{field}:")))
+            .unwrap_or_else(|| panic!("no {field} in INFO {section}"))
+            .trim()
+            .to_string()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Arguments as byte vectors, for commands mixing text and binary.
+pub fn args(parts: &[&[u8]]) -> Vec<Vec<u8>> {
+    parts.iter().map(|p| p.to_vec()).collect()
+}

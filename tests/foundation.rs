@@ -1,0 +1,677 @@
+//! BF.RESERVE, BF.ADD and BF.EXISTS against a real server, rule by rule of their SPEC.md rows, in
+//! RESP2 and RESP3; and the data type's persistence, copy and memory accounting.
+
+mod common;
+
+use common::payload::{Envelope, Field};
+use common::{Frame, Server};
+
+/// The reply a boolean command gives in each protocol.
+fn boolean(protocol: u8, value: bool) -> Frame {
+    if protocol == 2 {
+        Frame::Int(i64::from(value))
+    } else {
+        Frame::Bool(value)
+    }
+}
+
+#[test]
+fn reserve_replies_ok_and_a_second_reserve_says_item_exists() {
+    let server = Server::start();
+    for (protocol, mut conn) in server.both() {
+        let key = format!("reserve:{protocol}");
+        assert_eq!(conn.call(&["BF.RESERVE", &key, "0.01", "100"]), Frame::ok());
+        assert_eq!(
+            conn.call(&["BF.RESERVE", &key, "0.01", "100"]),
+            Frame::error("ERR item exists")
+        );
+        assert_eq!(conn.call(&["TYPE", &key]), Frame::simple("MBbloom--"));
+    }
+}
+
+#[test]
+fn reserve_takes_expansion_and_nonscaling_in_any_letter_case() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "a", "0.01", "100", "EXPANSION", "4"]),
+        Frame::ok()
+    );
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "b", "0.01", "100", "expansion", "1"]),
+        Frame::ok()
+    );
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "c", "0.01", "100", "NonScaling"]),
+        Frame::ok()
+    );
+    assert_eq!(conn.call(&["bf.reserve", "d", "0.5", "1"]), Frame::ok());
+}
+
+#[test]
+fn reserve_refuses_bad_numbers_with_exact_errors() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let bad_error = Frame::error("ERR bad error rate: must be a number strictly between 0 and 1");
+    for error in [
+        "0", "1", "-0.5", "2", "nan", "inf", "-inf", "1e400", "10abc", "", "0x1p-3",
+    ] {
+        assert_eq!(
+            conn.call(&["BF.RESERVE", "k", error, "100"]),
+            bad_error,
+            "{error}"
+        );
+    }
+    let bad_capacity = Frame::error("ERR bad capacity: must be a whole number of at least 1");
+    for capacity in [
+        "0",
+        "-1",
+        "10abc",
+        "1e3",
+        "1.5",
+        "",
+        "99999999999999999999999",
+    ] {
+        assert_eq!(
+            conn.call(&["BF.RESERVE", "k", "0.01", capacity]),
+            bad_capacity,
+            "{capacity}"
+        );
+    }
+    let bad_expansion = Frame::error("ERR bad expansion: must be a whole number from 1 to 32768");
+    for expansion in ["0", "-1", "32769", "2.5", "nan"] {
+        assert_eq!(
+            conn.call(&["BF.RESERVE", "k", "0.01", "100", "EXPANSION", expansion]),
+            bad_expansion,
+            "{expansion}"
+        );
+    }
+    assert_eq!(conn.call(&["EXISTS", "k"]), Frame::Int(0));
+}
+
+#[test]
+fn reserve_refuses_bad_grammar_with_exact_errors() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["EXPANSION", "2", "NONSCALING"],
+            "ERR EXPANSION cannot be used with NONSCALING",
+        ),
+        (
+            &["NONSCALING", "EXPANSION", "2"],
+            "ERR EXPANSION cannot be used with NONSCALING",
+        ),
+        (
+            &["EXPANSION", "2", "expansion", "3"],
+            "ERR option EXPANSION given more than once",
+        ),
+        (
+            &["NONSCALING", "nonscaling"],
+            "ERR option NONSCALING given more than once",
+        ),
+        (&["EXPANSION"], "ERR option EXPANSION needs a value"),
+        (&["NONSCALE"], "ERR unknown argument 'NONSCALE'"),
+        (&["N"], "ERR unknown argument 'N'"),
+        (&["EXPANSION", "2", "foo"], "ERR unknown argument 'foo'"),
+    ];
+    for (options, error) in cases {
+        let mut command = vec!["BF.RESERVE", "k", "0.01", "100"];
+        command.extend_from_slice(options);
+        assert_eq!(conn.call(&command), Frame::error(error), "{options:?}");
+    }
+    // A binary token is quoted safely, on one line.
+    let reply = conn.call(&[&b"BF.RESERVE"[..], b"k", b"0.01", b"100", b"x\r\ny\0"]);
+    assert_eq!(
+        reply,
+        Frame::error("ERR unknown argument 'x\\x0d\\x0ay\\x00'")
+    );
+    assert_eq!(conn.call(&["EXISTS", "k"]), Frame::Int(0));
+}
+
+#[test]
+fn wrong_argument_counts_get_the_servers_arity_error() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let arity = |name: &str| {
+        Frame::error(&format!(
+            "ERR wrong number of arguments for '{name}' command"
+        ))
+    };
+    assert_eq!(conn.call(&["BF.RESERVE", "k", "0.01"]), arity("BF.RESERVE"));
+    assert_eq!(conn.call(&["BF.ADD", "k"]), arity("BF.ADD"));
+    assert_eq!(conn.call(&["BF.ADD", "k", "a", "b"]), arity("BF.ADD"));
+    assert_eq!(conn.call(&["BF.EXISTS", "k"]), arity("BF.EXISTS"));
+    assert_eq!(conn.call(&["BF.EXISTS", "k", "a", "b"]), arity("BF.EXISTS"));
+}
+
+#[test]
+fn add_answers_whether_the_item_was_new_in_both_protocols() {
+    let server = Server::start();
+    for (protocol, mut conn) in server.both() {
+        let key = format!("add:{protocol}");
+        assert_eq!(
+            conn.call(&["BF.ADD", &key, "hello"]),
+            boolean(protocol, true)
+        );
+        assert_eq!(
+            conn.call(&["BF.ADD", &key, "hello"]),
+            boolean(protocol, false)
+        );
+        assert_eq!(
+            conn.call(&["BF.ADD", &key, "world"]),
+            boolean(protocol, true)
+        );
+    }
+}
+
+#[test]
+fn add_on_a_missing_key_creates_a_filter_with_the_defaults() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    assert_eq!(conn.call(&["BF.ADD", "fresh", "x"]), Frame::Int(1));
+    assert_eq!(conn.call(&["TYPE", "fresh"]), Frame::simple("MBbloom--"));
+    // The defaults are capacity 100 at 1%: the same filter as an explicit RESERVE with them.
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "explicit", "0.01", "100", "EXPANSION", "2"]),
+        Frame::ok()
+    );
+    assert_eq!(conn.call(&["BF.ADD", "explicit", "x"]), Frame::Int(1));
+    assert_eq!(
+        conn.call(&["DEBUG", "DIGEST-VALUE", "fresh"]),
+        conn.call(&["DEBUG", "DIGEST-VALUE", "explicit"])
+    );
+}
+
+#[test]
+fn exists_answers_in_both_protocols_and_a_missing_key_holds_nothing() {
+    let server = Server::start();
+    for (protocol, mut conn) in server.both() {
+        let key = format!("exists:{protocol}");
+        assert_eq!(
+            conn.call(&["BF.EXISTS", &key, "a"]),
+            boolean(protocol, false)
+        );
+        assert_eq!(conn.call(&["BF.ADD", &key, "a"]), boolean(protocol, true));
+        assert_eq!(
+            conn.call(&["BF.EXISTS", &key, "a"]),
+            boolean(protocol, true)
+        );
+        assert_eq!(
+            conn.call(&["BF.EXISTS", &key, "b"]),
+            boolean(protocol, false)
+        );
+    }
+    // EXISTS on a missing key does not create it.
+    assert_eq!(
+        server.conn().call(&["EXISTS", "nothing-here"]),
+        Frame::Int(0)
+    );
+}
+
+#[test]
+fn commands_on_a_key_of_another_type_say_wrongtype() {
+    let server = Server::start();
+    let wrongtype =
+        Frame::error("WRONGTYPE Operation against a key holding the wrong kind of value");
+    for (protocol, mut conn) in server.both() {
+        let (string, list) = (format!("s:{protocol}"), format!("l:{protocol}"));
+        assert_eq!(conn.call(&["SET", &string, "v"]), Frame::ok());
+        assert_eq!(conn.call(&["BF.ADD", &string, "x"]), wrongtype);
+        assert_eq!(conn.call(&["BF.EXISTS", &string, "x"]), wrongtype);
+        assert_eq!(
+            conn.call(&["BF.RESERVE", &string, "0.01", "100"]),
+            wrongtype
+        );
+        assert_eq!(conn.call(&["LPUSH", &list, "v"]), Frame::Int(1));
+        assert_eq!(conn.call(&["BF.EXISTS", &list, "x"]), wrongtype);
+        assert_eq!(conn.call(&["GET", &string]), Frame::bulk("v"));
+    }
+}
+
+#[test]
+fn items_are_binary_safe() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let items: [&[u8]; 6] = [b"a\0b", b"a\0c", b"", b"\r\n", &[0xff, 0xfe, 0], b"a"];
+    for item in items {
+        assert_eq!(
+            conn.call(&[&b"BF.ADD"[..], b"bin", item]),
+            Frame::Int(1),
+            "{item:?}"
+        );
+    }
+    for item in items {
+        assert_eq!(
+            conn.call(&[&b"BF.EXISTS"[..], b"bin", item]),
+            Frame::Int(1),
+            "{item:?}"
+        );
+    }
+    assert_eq!(
+        conn.call(&[&b"BF.EXISTS"[..], b"bin", b"a\0d"]),
+        Frame::Int(0)
+    );
+    // A 1 MiB item, and the same item with its last byte changed.
+    let mut big = vec![b'z'; 1 << 20];
+    assert_eq!(conn.call(&[&b"BF.ADD"[..], b"big", &big]), Frame::Int(1));
+    assert_eq!(conn.call(&[&b"BF.EXISTS"[..], b"big", &big]), Frame::Int(1));
+    *big.last_mut().unwrap() = b'y';
+    assert_eq!(conn.call(&[&b"BF.EXISTS"[..], b"big", &big]), Frame::Int(0));
+}
+
+#[test]
+fn a_full_nonscaling_filter_refuses_new_items_and_keeps_its_bits() {
+    let server = Server::start();
+    for (protocol, mut conn) in server.both() {
+        let key = format!("full:{protocol}");
+        assert_eq!(
+            conn.call(&["BF.RESERVE", &key, "0.001", "2", "NONSCALING"]),
+            Frame::ok()
+        );
+        assert_eq!(conn.call(&["BF.ADD", &key, "one"]), boolean(protocol, true));
+        assert_eq!(conn.call(&["BF.ADD", &key, "two"]), boolean(protocol, true));
+        let before = conn.call(&["DUMP", &key]);
+        assert_eq!(
+            conn.call(&["BF.ADD", &key, "three"]),
+            Frame::error("ERR non scaling filter is full")
+        );
+        // Items it holds are still answered, not refused.
+        assert_eq!(
+            conn.call(&["BF.ADD", &key, "one"]),
+            boolean(protocol, false)
+        );
+        assert_eq!(conn.call(&["DUMP", &key]), before);
+        assert_eq!(
+            conn.call(&["BF.EXISTS", &key, "three"]),
+            boolean(protocol, false)
+        );
+    }
+}
+
+#[test]
+fn a_filter_over_one_gib_is_refused_and_the_server_lives() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "huge", "0.01", "10000000000000"]),
+        Frame::error(
+            "ERR filter would use 13784704919168 bytes, over bf.max-filter-bytes (1073741824)"
+        )
+    );
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "huge", "1e-300", "18446744073709551615"]),
+        Frame::error(
+            "ERR filter would use 18446744073709551615 bytes, over bf.max-filter-bytes (1073741824)"
+        )
+    );
+    // Just over the ceiling (800 million items at 1% take 1.03 GiB) is refused too.
+    let over = conn.call(&["BF.RESERVE", "huge", "0.01", "800000000"]);
+    assert!(
+        over.text_of_error()
+            .contains("over bf.max-filter-bytes (1073741824)"),
+        "{over:?}"
+    );
+    assert_eq!(conn.call(&["PING"]), Frame::simple("PONG"));
+    assert_eq!(conn.call(&["EXISTS", "huge"]), Frame::Int(0));
+    // Just under it is allowed (700 million items: 0.9 GiB, mapped lazily, freed at once).
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "big", "0.01", "700000000"]),
+        Frame::ok()
+    );
+    assert_eq!(conn.call(&["BF.ADD", "big", "x"]), Frame::Int(1));
+    assert_eq!(conn.call(&["DEL", "big"]), Frame::Int(1));
+}
+
+trait ErrorText {
+    fn text_of_error(&self) -> String;
+}
+
+impl ErrorText for Frame {
+    fn text_of_error(&self) -> String {
+        match self {
+            Frame::Error(text) => text.clone(),
+            other => panic!("not an error: {other:?}"),
+        }
+    }
+}
+
+/// The fields of COMMAND INFO for one command: (arity, flags, key spec flags).
+fn command_info(server: &Server, name: &str) -> (i64, Vec<String>, Vec<String>) {
+    let reply = server.conn().call(&["COMMAND", "INFO", name]);
+    let info = reply.items()[0].items();
+    let arity = info[1].int();
+    let flags = info[2].items().iter().map(Frame::text).collect();
+    let specs = info[8].items();
+    assert_eq!(specs.len(), 1, "one key spec: {specs:?}");
+    let spec = specs[0].items();
+    let position = spec
+        .iter()
+        .position(|f| f == &Frame::bulk("flags"))
+        .unwrap();
+    let spec_flags = spec[position + 1].items().iter().map(Frame::text).collect();
+    (arity, flags, spec_flags)
+}
+
+#[test]
+fn commands_declare_arity_flags_and_key_access() {
+    let server = Server::start();
+    let (arity, flags, key) = command_info(&server, "bf.reserve");
+    assert_eq!(arity, -4);
+    assert_eq!(flags, ["write", "denyoom", "module"]);
+    assert_eq!(key, ["RW", "insert"]);
+    let (arity, flags, key) = command_info(&server, "bf.add");
+    assert_eq!(arity, 3);
+    assert_eq!(flags, ["write", "denyoom", "module"]);
+    assert_eq!(key, ["RW", "insert"]);
+    let (arity, flags, key) = command_info(&server, "bf.exists");
+    assert_eq!(arity, 3);
+    assert_eq!(flags, ["readonly", "module", "fast"]);
+    assert_eq!(key, ["RO", "access"]);
+    let keys = server
+        .conn()
+        .call(&["COMMAND", "GETKEYS", "BF.ADD", "k1", "item"]);
+    assert_eq!(keys, Frame::Array(vec![Frame::bulk("k1")]));
+}
+
+#[test]
+fn a_read_only_acl_user_may_check_items_but_not_add_them() {
+    let server = Server::start();
+    let mut admin = server.conn();
+    assert_eq!(admin.call(&["BF.ADD", "f", "x"]), Frame::Int(1));
+    assert_eq!(
+        admin.call(&["ACL", "SETUSER", "reader", "on", ">pw", "%R~*", "+@all"]),
+        Frame::ok()
+    );
+    let mut reader = server.conn();
+    assert_eq!(reader.call(&["AUTH", "reader", "pw"]), Frame::ok());
+    assert_eq!(reader.call(&["BF.EXISTS", "f", "x"]), Frame::Int(1));
+    assert_eq!(reader.call(&["BF.EXISTS", "missing", "x"]), Frame::Int(0));
+    let noperm = Frame::error(
+        "NOPERM this user has no permissions to access one of the keys used as arguments",
+    );
+    assert_eq!(reader.call(&["BF.ADD", "f", "y"]), noperm);
+    assert_eq!(reader.call(&["BF.RESERVE", "g", "0.01", "10"]), noperm);
+}
+
+#[test]
+fn debug_reload_and_a_restart_keep_every_bit() {
+    let mut server = Server::start();
+    let mut conn = server.conn();
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "chain", "0.01", "10", "EXPANSION", "3"]),
+        Frame::ok()
+    );
+    for i in 0..200 {
+        conn.call(&["BF.ADD", "chain", &format!("item:{i}")]);
+    }
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "fixed", "0.001", "50", "NONSCALING"]),
+        Frame::ok()
+    );
+    conn.call(&["BF.ADD", "fixed", "only"]);
+    let dumps = |conn: &mut common::Conn| {
+        ["chain", "fixed"].map(|key| {
+            (
+                conn.call(&["DUMP", key]),
+                conn.call(&["DEBUG", "DIGEST-VALUE", key]),
+            )
+        })
+    };
+    let before = dumps(&mut conn);
+    assert_eq!(conn.call(&["DEBUG", "RELOAD"]), Frame::ok());
+    assert_eq!(dumps(&mut conn), before);
+    drop(conn);
+    server.restart();
+    let mut conn = server.conn();
+    assert_eq!(dumps(&mut conn), before);
+    for i in 0..200 {
+        assert_eq!(
+            conn.call(&["BF.EXISTS", "chain", &format!("item:{i}")]),
+            Frame::Int(1)
+        );
+    }
+    assert_eq!(conn.call(&["BF.EXISTS", "fixed", "only"]), Frame::Int(1));
+    // The reloaded filter keeps working: it still refuses what a full filter refuses.
+    assert_eq!(conn.call(&["BF.ADD", "chain", "item:0"]), Frame::Int(0));
+}
+
+#[test]
+fn dump_and_restore_round_trip_bit_exactly() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    for i in 0..500 {
+        conn.call(&["BF.ADD", "source", &format!("{i}")]);
+    }
+    let payload = conn.call(&["DUMP", "source"]).bytes();
+    assert_eq!(
+        conn.call(&[&b"RESTORE"[..], b"copy", b"0", &payload]),
+        Frame::ok()
+    );
+    assert_eq!(
+        conn.call(&["DEBUG", "DIGEST-VALUE", "copy"]),
+        conn.call(&["DEBUG", "DIGEST-VALUE", "source"])
+    );
+    assert_eq!(conn.call(&["DUMP", "copy"]).bytes(), payload);
+    for i in 0..500 {
+        assert_eq!(
+            conn.call(&["BF.EXISTS", "copy", &format!("{i}")]),
+            Frame::Int(1)
+        );
+    }
+}
+
+#[test]
+fn copy_makes_an_independent_filter() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    conn.call(&["BF.ADD", "original", "a"]);
+    assert_eq!(conn.call(&["COPY", "original", "duplicate"]), Frame::Int(1));
+    assert_eq!(conn.call(&["BF.EXISTS", "duplicate", "a"]), Frame::Int(1));
+    assert_eq!(conn.call(&["BF.ADD", "duplicate", "b"]), Frame::Int(1));
+    assert_eq!(conn.call(&["BF.EXISTS", "original", "b"]), Frame::Int(0));
+    assert_eq!(conn.call(&["BF.EXISTS", "duplicate", "b"]), Frame::Int(1));
+}
+
+/// `used_memory` from INFO, asked on the test's own connection so that no other client's
+/// buffers come and go between two readings.
+fn used_memory(conn: &mut common::Conn) -> i64 {
+    let info = conn.call(&["INFO", "memory"]).text();
+    info.lines()
+        .find_map(|line| line.strip_prefix("used_memory:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn memory_usage_is_within_one_percent_of_what_the_allocator_charged() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    // The server allocates once for the first key of a database and for the latency histogram of
+    // each command on its first call: run them once before measuring.
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "warm-up", "0.01", "10"]),
+        Frame::ok()
+    );
+    assert_eq!(conn.call(&["BF.ADD", "warm-up", "x"]), Frame::Int(1));
+    conn.call(&["MEMORY", "USAGE", "warm-up"]);
+    used_memory(&mut conn);
+    // One big filter: 1,000,000 items at 0.1% (1.9 MB of bits).
+    let before = used_memory(&mut conn);
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "big", "0.001", "1000000"]),
+        Frame::ok()
+    );
+    let charged = used_memory(&mut conn) - before;
+    let reported = conn.call(&["MEMORY", "USAGE", "big"]).int();
+    let gap = (reported - charged).abs() as f64 / charged as f64;
+    assert!(gap < 0.01, "reported {reported}, charged {charged}");
+    // Many small ones: placeholder keys first, so the main hash table neither grows nor shrinks
+    // while the filters are created in their place.
+    for i in 0..2000 {
+        conn.send(&["SET", &format!("placeholder:{i}"), "x"]);
+    }
+    for _ in 0..2000 {
+        conn.read();
+    }
+    for i in 0..1000 {
+        conn.call(&["DEL", &format!("placeholder:{i}")]);
+    }
+    let before = used_memory(&mut conn);
+    for i in 0..1000 {
+        assert_eq!(
+            conn.call(&["BF.ADD", &format!("small:{i:04}"), "x"]),
+            Frame::Int(1)
+        );
+    }
+    let charged = used_memory(&mut conn) - before;
+    let reported: i64 = (0..1000)
+        .map(|i| {
+            conn.call(&["MEMORY", "USAGE", &format!("small:{i:04}")])
+                .int()
+        })
+        .sum();
+    // MEMORY USAGE of any module key leaves out 40 bytes the server itself spends on it: the
+    // object header (16) and module-value holder (16) it wraps the value in, and the difference
+    // between its dict entry's size (24) and what the allocator charges for it (32). Everything
+    // the filter allocated is counted, to the byte.
+    assert_eq!(
+        charged - reported,
+        40 * 1000,
+        "reported {reported}, charged {charged}"
+    );
+}
+
+/// RedisBloom's sizing (SPEC.md), computed independently of the module: (hash count, bits).
+fn sizing(capacity: u64, error: f64) -> (u64, u64) {
+    #[allow(clippy::approx_constant)] // RedisBloom's digits, not std's LN_2
+    let ln_2 = 0.693147180559945;
+    let bits_per_item = -error.ln() / 0.480453013918201;
+    let hashes = (ln_2 * bits_per_item).ceil() as u64;
+    let bits = ((capacity as f64 * bits_per_item).floor() as u64)
+        .max(1)
+        .next_multiple_of(64);
+    (hashes, bits)
+}
+
+/// A real payload of a small filter, for its envelope.
+fn envelope(conn: &mut common::Conn) -> (Envelope, Vec<u8>) {
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "model", "0.01", "100"]),
+        Frame::ok()
+    );
+    conn.call(&["BF.ADD", "model", "x"]);
+    let payload = conn.call(&["DUMP", "model"]).bytes();
+    (Envelope::from_dump(&payload), payload)
+}
+
+/// The fields of a valid one-sub-filter chain: 100 items at 0.5% (a scaling chain made with
+/// p = 1%), with `pieces` as its bit array.
+fn valid_fields(items: u64) -> Vec<Field> {
+    // 100 items at 0.005: 1102.9 bits -> 1152, 8 hashes; pieces of 128 + 16 bytes.
+    vec![
+        Field::Unsigned(0),
+        Field::Unsigned(2),
+        Field::Unsigned(1),
+        Field::Unsigned(100),
+        Field::Double(0.005),
+        Field::Unsigned(8),
+        Field::Unsigned(1152),
+        Field::Unsigned(items),
+        Field::Buffer(vec![0; 128]),
+        Field::Buffer(vec![0; 16]),
+    ]
+}
+
+#[test]
+fn restore_accepts_a_hand_built_valid_filter() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let (envelope, _) = envelope(&mut conn);
+    let payload = envelope.payload(&valid_fields(0));
+    assert_eq!(
+        conn.call(&[&b"RESTORE"[..], b"built", b"0", &payload]),
+        Frame::ok()
+    );
+    assert_eq!(conn.call(&["BF.EXISTS", "built", "x"]), Frame::Int(0));
+    assert_eq!(conn.call(&["BF.ADD", "built", "x"]), Frame::Int(1));
+}
+
+#[test]
+fn restore_refuses_forged_and_truncated_filters_and_the_server_lives() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let (envelope, real) = envelope(&mut conn);
+    let bad = Frame::error("ERR Bad data format");
+    let mut forged: Vec<(&str, Vec<Field>)> = Vec::new();
+    let with = |index: usize, field: Field| {
+        let mut fields = valid_fields(0);
+        fields[index] = field;
+        fields
+    };
+    forged.push(("unknown hash family", with(0, Field::Unsigned(7))));
+    forged.push(("expansion over 32768", with(1, Field::Unsigned(40000))));
+    forged.push(("no sub-filters", with(2, Field::Unsigned(0))));
+    forged.push(("zero capacity", with(3, Field::Unsigned(0))));
+    forged.push(("error rate 0", with(4, Field::Double(0.0))));
+    forged.push(("error rate 1.5", with(4, Field::Double(1.5))));
+    forged.push(("error rate NaN", with(4, Field::Double(f64::NAN))));
+    forged.push(("hash count off by one", with(5, Field::Unsigned(9))));
+    forged.push(("4 billion hashes", with(5, Field::Unsigned(4_294_967_296))));
+    forged.push(("bit count off", with(6, Field::Unsigned(1216))));
+    forged.push(("more items than capacity", with(7, Field::Unsigned(101))));
+    forged.push(("short piece", with(8, Field::Buffer(vec![0; 64]))));
+    forged.push(("long piece", with(9, Field::Buffer(vec![0; 32]))));
+    forged.push((
+        "a number where a piece belongs",
+        with(9, Field::Unsigned(16)),
+    ));
+    let mut missing_piece = valid_fields(0);
+    missing_piece.pop();
+    forged.push(("missing piece", missing_piece));
+    let mut two_claimed = valid_fields(0);
+    two_claimed[2] = Field::Unsigned(2);
+    forged.push(("second sub-filter missing", two_claimed));
+    let mut fixed_with_two = valid_fields(100);
+    fixed_with_two[1] = Field::Unsigned(0);
+    fixed_with_two[2] = Field::Unsigned(2);
+    fixed_with_two.extend(valid_fields(0)[3..].iter().cloned());
+    forged.push(("nonscaling with two sub-filters", fixed_with_two));
+    let mut breaks_growth = valid_fields(100);
+    breaks_growth[2] = Field::Unsigned(2);
+    breaks_growth.extend(valid_fields(0)[3..].iter().cloned());
+    forged.push(("second sub-filter not grown by the rule", breaks_growth));
+    // A consistent header that claims a petabyte-scale filter, with no data behind it: refused
+    // when the first piece is missing, before anything is allocated for it.
+    let mut huge = valid_fields(0);
+    huge.truncate(8);
+    let (hashes, bits) = sizing(1 << 50, 0.005);
+    huge[3] = Field::Unsigned(1 << 50);
+    huge[5] = Field::Unsigned(hashes);
+    huge[6] = Field::Unsigned(bits);
+    forged.push(("a huge claimed filter", huge));
+    let mut trailing = valid_fields(0);
+    trailing.push(Field::Unsigned(1));
+    forged.push(("trailing data", trailing));
+    for (what, fields) in forged {
+        let payload = envelope.payload(&fields);
+        assert_eq!(
+            conn.call(&[&b"RESTORE"[..], b"forged", b"0", &payload]),
+            bad,
+            "{what}"
+        );
+    }
+    // Every truncation of a real payload is refused too.
+    // (The last two cuts are left out: the two RDB-version bytes the envelope appends then stand
+    // in for the missing tail and can make a different, well-formed filter.)
+    for len in 0..envelope.body_len(&real) - 2 {
+        let payload = envelope.truncated(&real, len);
+        let reply = conn.call(&[&b"RESTORE"[..], b"cut", b"0", &payload]);
+        assert!(reply.is_error(), "cut at {len}: {reply:?}");
+    }
+    assert_eq!(conn.call(&["EXISTS", "forged", "cut"]), Frame::Int(0));
+    assert_eq!(conn.call(&["PING"]), Frame::simple("PONG"));
+    assert_eq!(conn.call(&["BF.EXISTS", "model", "x"]), Frame::Int(1));
+}
