@@ -7,9 +7,12 @@
 
 PORT ?= 6379
 MODULE := target/release/libredis_bf.so
-DEBIAN_PACKAGES := redis-server redis-tools libclang-dev build-essential
+DEBIAN_PACKAGES := redis-server redis-tools libclang-dev build-essential python3-venv
+# Client libraries the compatibility tests drive, pinned.
+VENV := target/venv
+PY_CLIENTS := redis==8.1.0
 
-.PHONY: all deps build run test lint unit integration clean
+.PHONY: all deps build run test lint unit integration clients clean
 
 all: build
 
@@ -54,10 +57,18 @@ lint: deps
 unit: deps
 	cargo test --workspace --lib
 
-integration: build
+# A Python virtual environment with the pinned client libraries (for tests/clients.rs).
+$(VENV)/.installed: Makefile
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check $(PY_CLIENTS)
+	touch $@
+
+clients: $(VENV)/.installed
+
+integration: build clients
 	cargo test --workspace --tests
 
-test: lint build
+test: lint build clients
 	cargo test --workspace
 
 clean:

@@ -192,10 +192,16 @@ fn charged(ptr: *const u8) -> usize {
     unsafe { raw::RedisModule_MallocSize.unwrap()(ptr as *mut c_void) }
 }
 
-unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
-    let mut total = charged(value.cast());
-    chain(value).visit_allocations(&mut |ptr, _| total += charged(ptr));
+/// The bytes a filter occupies: every block it holds, at the size the allocator charged for it.
+/// `MEMORY USAGE` builds on this figure, and BF.INFO reports it as `Size`.
+pub fn memory_usage(chain: &Chain) -> usize {
+    let mut total = charged((chain as *const Chain).cast());
+    chain.visit_allocations(&mut |ptr, _| total += charged(ptr));
     total
+}
+
+unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
+    memory_usage(chain(value))
 }
 
 unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {

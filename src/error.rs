@@ -13,6 +13,8 @@ pub enum BfError {
     WrongType,
     /// BF.RESERVE on a key that already holds a filter.
     ItemExists,
+    /// A command that needs an existing filter found none (BF.INFO, BF.DEBUG, NOCREATE...).
+    NotFound,
     /// A NONSCALING filter holds its capacity and the item is new.
     NonScalingFull,
     /// The error rate is not a number strictly between 0 and 1.
@@ -27,6 +29,8 @@ pub enum BfError {
     DuplicateOption(&'static str),
     /// An option keyword was not followed by its value.
     MissingValue(&'static str),
+    /// BF.INSERT without `ITEMS item...`.
+    MissingItems,
     /// A token the grammar does not know.
     UnknownArgument(String),
     /// The filter would take more than `bf.max-filter-bytes`.
@@ -59,6 +63,7 @@ impl fmt::Display for BfError {
                 f.write_str("WRONGTYPE Operation against a key holding the wrong kind of value")
             }
             BfError::ItemExists => f.write_str("ERR item exists"),
+            BfError::NotFound => f.write_str("ERR not found"),
             BfError::NonScalingFull => f.write_str("ERR non scaling filter is full"),
             BfError::BadErrorRate => {
                 f.write_str("ERR bad error rate: must be a number strictly between 0 and 1")
@@ -75,6 +80,7 @@ impl fmt::Display for BfError {
             }
             BfError::DuplicateOption(name) => write!(f, "ERR option {name} given more than once"),
             BfError::MissingValue(name) => write!(f, "ERR option {name} needs a value"),
+            BfError::MissingItems => f.write_str("ERR ITEMS and at least one item are required"),
             BfError::UnknownArgument(token) => write!(f, "ERR unknown argument '{token}'"),
             BfError::TooLarge { bytes, limit } => write!(
                 f,
@@ -120,6 +126,7 @@ mod tests {
         let all = [
             BfError::WrongType,
             BfError::ItemExists,
+            BfError::NotFound,
             BfError::NonScalingFull,
             BfError::BadErrorRate,
             BfError::BadCapacity,
@@ -127,6 +134,7 @@ mod tests {
             BfError::ExpansionWithNonScaling,
             BfError::DuplicateOption("EXPANSION"),
             BfError::MissingValue("EXPANSION"),
+            BfError::MissingItems,
             BfError::UnknownArgument("x".into()),
             BfError::TooLarge { bytes: 2, limit: 1 },
             BfError::CannotGrow,

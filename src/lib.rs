@@ -1,7 +1,7 @@
 //! redis-bf: Bloom filters for Redis, as a loadable module speaking RedisBloom's `BF.*` dialect.
 //!
 //! This file is registration only: the module's name and version, its data type, and its
-//! commands with their flags, arity and key access. The filter itself is the `bf-filter` crate;
+//! commands with their flags, arity and key access, and its configs. The filter itself is the `bf-filter` crate;
 //! commands live in [`commands`], persistence in [`datatype`], settings in [`config`].
 
 mod commands;
@@ -54,29 +54,39 @@ macro_rules! command {
 }
 
 /// Every command the module registers.
+#[rustfmt::skip]
 const COMMANDS: &[Command] = &[
     // BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]
-    command!(
-        c"BF.RESERVE",
-        commands::reserve::reserve,
-        c"write deny-oom",
-        -4,
-        Inserts
-    ),
+    command!(c"BF.RESERVE", commands::reserve::reserve, c"write deny-oom", -4, Inserts),
     // BF.ADD key item
     command!(c"BF.ADD", commands::add::add, c"write deny-oom", 3, Inserts),
+    // BF.MADD key item [item ...]
+    command!(c"BF.MADD", commands::add::madd, c"write deny-oom", -3, Inserts),
+    // BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...
+    command!(c"BF.INSERT", commands::add::insert, c"write deny-oom", -4, Inserts),
     // BF.EXISTS key item
-    command!(
-        c"BF.EXISTS",
-        commands::exists::exists,
-        c"readonly fast",
-        3,
-        ReadsItems
-    ),
+    command!(c"BF.EXISTS", commands::exists::exists, c"readonly fast", 3, ReadsItems),
+    // BF.MEXISTS key item [item ...]
+    command!(c"BF.MEXISTS", commands::exists::mexists, c"readonly fast", -3, ReadsItems),
+    // BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]
+    command!(c"BF.INFO", commands::info::info, c"readonly fast", -2, ReadsMetadata),
+    // BF.CARD key
+    command!(c"BF.CARD", commands::info::card, c"readonly fast", 2, ReadsMetadata),
+    // BF.DEBUG key
+    command!(c"BF.DEBUG", commands::info::debug, c"readonly", 2, ReadsMetadata),
 ];
 
-fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+fn init(ctx: &Context, args: &[RedisString]) -> Status {
     let raw_ctx = ctx.ctx;
+    let args: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
+    if let Err(why) = config::apply_load_arguments(&args) {
+        ctx.log_warning(&format!("bf: refusing to load: {why}"));
+        return Status::Err;
+    }
+    if let Err(why) = config::register(raw_ctx) {
+        ctx.log_warning(&format!("bf: refusing to load: {why}"));
+        return Status::Err;
+    }
     // SAFETY: a valid load-time context. Handling IO errors lets rdb_load refuse corrupt input
     // with an error instead of the server aborting; filters need no care for async loading.
     unsafe {

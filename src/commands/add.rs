@@ -1,39 +1,323 @@
-//! `BF.ADD key item`: adds one item, creating a filter with the server's defaults if the key is
-//! missing.
+//! The commands that add items: `BF.ADD`, `BF.MADD` and `BF.INSERT`. They share one executor:
+//! open the key, create the filter if the command may, add the items in order, reply, propagate.
 
+use super::{
+    is_option, once, parse_capacity, parse_error_rate, parse_expansion, unknown, value_of, Args,
+};
 use crate::config;
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
 use bf_filter::{Chain, Growth};
 
-/// BF.ADD: true if the item was new, false if the filter (maybe) held it already.
-pub fn add(call: &Call) -> Result<(), BfError> {
-    let item = super::Args::get(&call.args(), 2);
-    let limit = config::max_filter_bytes();
-    let mut key = FilterKey::open(call, 1, Access::Write);
-    let added = match key.filter_mut()? {
-        Some(chain) => chain.add(item, limit),
-        None => {
-            // Build and fill the new filter before it enters the keyspace, so an error leaves
-            // the key missing, as it was.
-            let defaults = config::defaults();
-            let growth = Growth::Scaling {
+/// How a command creates a missing filter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Creation {
+    pub capacity: u64,
+    pub error: f64,
+    pub growth: Growth,
+}
+
+impl Creation {
+    /// The server's defaults (`bf.initial-size`, `bf.error-rate`, `bf.expansion-factor`).
+    pub fn defaults() -> Creation {
+        let defaults = config::defaults();
+        Creation {
+            capacity: defaults.capacity,
+            error: defaults.error,
+            growth: Growth::Scaling {
                 expansion: defaults.expansion,
-            };
-            let mut chain = Chain::new(defaults.capacity, defaults.error, growth, limit)
-                .map_err(|err| BfError::from_filter(err, limit))?;
-            let added = chain.add(item, limit);
-            if added.is_ok() {
-                key.create(chain)?;
-            }
-            added
+            },
         }
     }
-    .map_err(|err| BfError::from_filter(err, limit))?;
-    call.reply_bool(added);
-    if added {
-        call.replicate_verbatim();
+}
+
+/// A parsed BF.INSERT: `creation` is `None` with NOCREATE; items start at argument `first_item`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Insert {
+    pub creation: Option<Creation>,
+    pub first_item: usize,
+}
+
+impl Insert {
+    /// Parses `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS
+    /// item...`; options the command leaves out come from `defaults`.
+    pub fn parse<'a>(args: &impl Args<'a>, defaults: Creation) -> Result<Insert, BfError> {
+        let (mut capacity, mut error, mut expansion) = (None, None, None);
+        let (mut no_create, mut non_scaling) = (None, None);
+        let mut index = 2;
+        let first_item = loop {
+            if index >= args.len() {
+                return Err(BfError::MissingItems);
+            }
+            let token = args.get(index);
+            if is_option(token, "ITEMS") {
+                break index + 1;
+            } else if is_option(token, "CAPACITY") {
+                let value = parse_capacity(value_of(args, index, "CAPACITY")?)?;
+                once(&mut capacity, "CAPACITY", value)?;
+                index += 2;
+            } else if is_option(token, "ERROR") {
+                let value = parse_error_rate(value_of(args, index, "ERROR")?)?;
+                once(&mut error, "ERROR", value)?;
+                index += 2;
+            } else if is_option(token, "EXPANSION") {
+                let value = parse_expansion(value_of(args, index, "EXPANSION")?)?;
+                once(&mut expansion, "EXPANSION", value)?;
+                index += 2;
+            } else if is_option(token, "NOCREATE") {
+                once(&mut no_create, "NOCREATE", ())?;
+                index += 1;
+            } else if is_option(token, "NONSCALING") {
+                once(&mut non_scaling, "NONSCALING", ())?;
+                index += 1;
+            } else {
+                return Err(unknown(token));
+            }
+        };
+        if first_item >= args.len() {
+            return Err(BfError::MissingItems);
+        }
+        let growth = match (expansion, non_scaling, defaults.growth) {
+            (Some(_), Some(()), _) => return Err(BfError::ExpansionWithNonScaling),
+            (_, Some(()), _) => Growth::Fixed,
+            (Some(expansion), None, _) => Growth::Scaling { expansion },
+            (None, None, growth) => growth,
+        };
+        let creation = Creation {
+            capacity: capacity.unwrap_or(defaults.capacity),
+            error: error.unwrap_or(defaults.error),
+            growth,
+        };
+        Ok(Insert {
+            creation: no_create.is_none().then_some(creation),
+            first_item,
+        })
+    }
+}
+
+/// How an add command answers.
+#[derive(Clone, Copy, PartialEq)]
+enum Answer {
+    /// One boolean (BF.ADD); an error is the whole reply.
+    One,
+    /// An array of booleans; an error ends it, as its last element (BF.MADD, BF.INSERT).
+    Each,
+}
+
+/// BF.ADD key item
+pub fn add(call: &Call) -> Result<(), BfError> {
+    add_items(call, Some(Creation::defaults()), 2, Answer::One)
+}
+
+/// BF.MADD key item [item ...]
+pub fn madd(call: &Call) -> Result<(), BfError> {
+    add_items(call, Some(Creation::defaults()), 2, Answer::Each)
+}
+
+/// BF.INSERT key [options] ITEMS item [item ...]
+pub fn insert(call: &Call) -> Result<(), BfError> {
+    let request = Insert::parse(&call.args(), Creation::defaults())?;
+    add_items(call, request.creation, request.first_item, Answer::Each)
+}
+
+/// Adds the items from argument `first_item` on to the filter at argument 1.
+fn add_items(
+    call: &Call,
+    creation: Option<Creation>,
+    first_item: usize,
+    answer: Answer,
+) -> Result<(), BfError> {
+    let args = call.args();
+    // Commands from a primary or the AOF apply as they did there, whatever this server's limit.
+    let limit = if call.is_replay() {
+        u64::MAX
+    } else {
+        config::max_filter_bytes()
+    };
+    let mut key = FilterKey::open(call, 1, Access::Write);
+    let (chain, created) = match (key.filter()?.is_some(), creation) {
+        (true, _) => (key.filter_mut()?.ok_or(BfError::Internal)?, None),
+        (false, None) => return Err(BfError::NotFound),
+        (false, Some(creation)) => {
+            let chain = Chain::new(creation.capacity, creation.error, creation.growth, limit)
+                .map_err(|err| BfError::from_filter(err, limit))?;
+            (key.create(chain)?, Some(creation))
+        }
+    };
+    if answer == Answer::Each {
+        call.reply_array_open();
+    }
+    let mut changed = created.is_some();
+    // Items before `end` were applied; an error stops the command at its item.
+    let mut end = args.len();
+    for index in first_item..args.len() {
+        match chain.add(args.get(index), limit) {
+            Ok(added) => {
+                changed |= added;
+                call.reply_bool(added);
+            }
+            Err(err) => {
+                let err = BfError::from_filter(err, limit);
+                if answer == Answer::One {
+                    return Err(err);
+                }
+                call.reply_error(&err);
+                end = index;
+                break;
+            }
+        }
+    }
+    if answer == Answer::Each {
+        call.end_array(end - first_item + usize::from(end < args.len()));
+    }
+    // Propagate exactly what was applied: a replica never refuses what its primary accepted (it
+    // skips the size limit), so items after an error must not reach it.
+    match created {
+        Some(creation) => propagate_creation(call, creation, first_item..end),
+        None if changed && end == args.len() => call.replicate_verbatim(),
+        None if changed => {
+            let key = call.args().get(1);
+            call.replicate(c"BF.MADD", &[key], first_item..end);
+        }
+        None => {}
     }
     Ok(())
+}
+
+/// Propagates a command that created its filter as a BF.INSERT with every parameter spelled out,
+/// so a replica or an AOF replay builds the same filter whatever its own defaults.
+fn propagate_creation(call: &Call, creation: Creation, items: std::ops::Range<usize>) {
+    let capacity = creation.capacity.to_string();
+    // Rust prints the shortest text that parses back to the same f64.
+    let error = creation.error.to_string();
+    let expansion;
+    let mut made: Vec<&[u8]> = vec![
+        call.args().get(1),
+        b"CAPACITY",
+        capacity.as_bytes(),
+        b"ERROR",
+        error.as_bytes(),
+    ];
+    match creation.growth {
+        Growth::Scaling { expansion: factor } => {
+            expansion = factor.to_string();
+            made.extend([&b"EXPANSION"[..], expansion.as_bytes()]);
+        }
+        Growth::Fixed => made.push(b"NONSCALING"),
+    }
+    made.push(b"ITEMS");
+    call.replicate(c"BF.INSERT", &made, items);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEFAULTS: Creation = Creation {
+        capacity: 100,
+        error: 0.01,
+        growth: Growth::Scaling { expansion: 2 },
+    };
+
+    fn parse(args: &[&str]) -> Result<Insert, BfError> {
+        let mut all: Vec<&[u8]> = vec![b"BF.INSERT", b"key"];
+        all.extend(args.iter().map(|a| a.as_bytes()));
+        Insert::parse(&all.as_slice(), DEFAULTS)
+    }
+
+    #[test]
+    fn options_come_in_any_order_and_any_letter_case() {
+        let expected = Insert {
+            creation: Some(Creation {
+                capacity: 500,
+                error: 0.001,
+                growth: Growth::Scaling { expansion: 4 },
+            }),
+            first_item: 9,
+        };
+        assert_eq!(
+            parse(&[
+                "CAPACITY",
+                "500",
+                "ERROR",
+                "0.001",
+                "EXPANSION",
+                "4",
+                "ITEMS",
+                "a"
+            ]),
+            Ok(expected)
+        );
+        let reordered = parse(&[
+            "expansion",
+            "4",
+            "error",
+            "0.001",
+            "Capacity",
+            "500",
+            "items",
+            "a",
+        ]);
+        assert_eq!(reordered.unwrap().creation, expected.creation);
+    }
+
+    #[test]
+    fn left_out_options_come_from_the_defaults() {
+        assert_eq!(
+            parse(&["ITEMS", "a", "b"]),
+            Ok(Insert {
+                creation: Some(DEFAULTS),
+                first_item: 3
+            })
+        );
+        assert_eq!(
+            parse(&["NONSCALING", "ITEMS", "a"]).unwrap().creation,
+            Some(Creation {
+                growth: Growth::Fixed,
+                ..DEFAULTS
+            })
+        );
+        assert_eq!(
+            parse(&["NOCREATE", "CAPACITY", "10", "ITEMS", "a"])
+                .unwrap()
+                .creation,
+            None
+        );
+    }
+
+    #[test]
+    fn everything_after_items_is_an_item() {
+        let parsed = parse(&["ITEMS", "CAPACITY", "NOCREATE", "ITEMS"]).unwrap();
+        assert_eq!(parsed.first_item, 3);
+        assert_eq!(parsed.creation, Some(DEFAULTS));
+    }
+
+    #[test]
+    fn bad_grammar_is_refused() {
+        assert_eq!(parse(&[]), Err(BfError::MissingItems));
+        assert_eq!(parse(&["ITEMS"]), Err(BfError::MissingItems));
+        assert_eq!(parse(&["CAPACITY", "10"]), Err(BfError::MissingItems));
+        assert_eq!(
+            parse(&["CAPACITY", "10", "CAPACITY", "20", "ITEMS", "a"]),
+            Err(BfError::DuplicateOption("CAPACITY"))
+        );
+        assert_eq!(
+            parse(&["EXPANSION", "2", "NONSCALING", "ITEMS", "a"]),
+            Err(BfError::ExpansionWithNonScaling)
+        );
+        assert_eq!(parse(&["CAPACITY"]), Err(BfError::MissingValue("CAPACITY")));
+        assert_eq!(
+            parse(&["C", "10", "ITEMS", "a"]),
+            Err(BfError::UnknownArgument("C".into()))
+        );
+        assert_eq!(
+            parse(&["ERROR", "1", "ITEMS", "a"]),
+            Err(BfError::BadErrorRate)
+        );
+        assert_eq!(
+            parse(&["CAPACITY", "0", "ITEMS", "a"]),
+            Err(BfError::BadCapacity)
+        );
+    }
 }

@@ -1,14 +1,27 @@
-//! `BF.EXISTS key item`: whether the item may have been added.
+//! `BF.EXISTS` and `BF.MEXISTS`: whether items may have been added. A missing key holds nothing.
 
+use super::Args;
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
 
-/// BF.EXISTS: false for a missing key.
+/// BF.EXISTS key item
 pub fn exists(call: &Call) -> Result<(), BfError> {
-    let item = super::Args::get(&call.args(), 2);
     let key = FilterKey::open(call, 1, Access::Read);
+    let item = call.args().get(2);
     let found = key.filter()?.is_some_and(|chain| chain.contains(item));
     call.reply_bool(found);
+    Ok(())
+}
+
+/// BF.MEXISTS key item [item ...]
+pub fn mexists(call: &Call) -> Result<(), BfError> {
+    let key = FilterKey::open(call, 1, Access::Read);
+    let filter = key.filter()?;
+    let args = call.args();
+    call.reply_array(args.len() - 2);
+    for index in 2..args.len() {
+        call.reply_bool(filter.is_some_and(|chain| chain.contains(args.get(index))));
+    }
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 pub mod add;
 pub mod exists;
+pub mod info;
 pub mod reserve;
 
 use crate::error::{quote_token, BfError};

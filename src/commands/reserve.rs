@@ -56,17 +56,33 @@ impl Reserve {
 
 /// BF.RESERVE: `OK`, or `ERR item exists` if the key holds a filter already.
 pub fn reserve(call: &Call) -> Result<(), BfError> {
-    let request = Reserve::parse(&call.args(), config::defaults().expansion)?;
+    let args = call.args();
+    let request = Reserve::parse(&args, config::defaults().expansion)?;
     let mut key = FilterKey::open(call, 1, Access::Write);
     if key.filter()?.is_some() {
         return Err(BfError::ItemExists);
     }
-    let limit = config::max_filter_bytes();
+    // Commands from a primary or the AOF apply as they did there, whatever this server's limit.
+    let limit = if call.is_replay() {
+        u64::MAX
+    } else {
+        config::max_filter_bytes()
+    };
     let chain = Chain::new(request.capacity, request.error, request.growth, limit)
         .map_err(|err| BfError::from_filter(err, limit))?;
     key.create(chain)?;
     call.reply_ok();
-    call.replicate_verbatim();
+    // Propagated with the growth spelled out: a replica's default expansion may differ.
+    let expansion;
+    let mut made = vec![args.get(1), args.get(2), args.get(3)];
+    match request.growth {
+        Growth::Scaling { expansion: factor } => {
+            expansion = factor.to_string();
+            made.extend([&b"EXPANSION"[..], expansion.as_bytes()]);
+        }
+        Growth::Fixed => made.push(b"NONSCALING"),
+    }
+    call.replicate(c"BF.RESERVE", &made, 0..0);
     Ok(())
 }
 

@@ -1,10 +1,11 @@
-//! One command invocation: its arguments as bytes, its replies, its side effects (replication,
-//! keyspace notifications). The only place command code meets the reply half of the module API.
+//! One command invocation: its arguments as bytes, its replies, its side effects (replication).
+//! The only place command code meets the reply half of the module API.
 
 use crate::commands::Args;
 use crate::error::BfError;
 use redis_module::raw;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
+use std::os::raw::{c_char, c_long};
 
 /// The context and arguments of the command being run.
 pub struct Call<'a> {
@@ -32,6 +33,16 @@ impl<'a> Args<'a> for RedisArgs<'a> {
             let ptr = raw::RedisModule_StringPtrLen.unwrap()(self.argv[index], &mut len);
             std::slice::from_raw_parts(ptr.cast::<u8>(), len)
         }
+    }
+}
+
+/// A string argument made for a propagated command; freed on drop.
+struct OwnedString(*mut raw::RedisModuleString);
+
+impl Drop for OwnedString {
+    fn drop(&mut self) {
+        // SAFETY: created by `Call::string` with this context, freed once.
+        unsafe { raw::RedisModule_FreeString.unwrap()(std::ptr::null_mut(), self.0) };
     }
 }
 
@@ -68,11 +79,33 @@ impl<'a> Call<'a> {
         self.argv[index]
     }
 
+    fn flags(&self) -> u32 {
+        // SAFETY: a valid context.
+        unsafe { raw::RedisModule_GetContextFlags.unwrap()(self.ctx) as u32 }
+    }
+
+    /// True when the client speaks RESP3.
+    pub fn is_resp3(&self) -> bool {
+        self.flags() & raw::REDISMODULE_CTX_FLAGS_RESP3 != 0
+    }
+
+    /// True when the command comes from a primary or an AOF being loaded: it must apply exactly
+    /// as it did where it was first run, whatever this server's own settings.
+    pub fn is_replay(&self) -> bool {
+        self.flags() & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING)
+            != 0
+    }
+
     /// Replies `OK`.
     pub fn reply_ok(&self) {
-        // SAFETY: a valid context and a NUL-terminated literal.
+        self.reply_simple(c"OK");
+    }
+
+    /// Replies a simple string (field names).
+    pub fn reply_simple(&self, text: &CStr) {
+        // SAFETY: a valid context and a NUL-terminated string.
         unsafe {
-            raw::RedisModule_ReplyWithSimpleString.unwrap()(self.ctx, c"OK".as_ptr());
+            raw::RedisModule_ReplyWithSimpleString.unwrap()(self.ctx, text.as_ptr());
         }
     }
 
@@ -81,6 +114,69 @@ impl<'a> Call<'a> {
         // SAFETY: a valid context.
         unsafe {
             raw::RedisModule_ReplyWithBool.unwrap()(self.ctx, i32::from(value));
+        }
+    }
+
+    /// Replies an integer.
+    pub fn reply_integer(&self, value: i64) {
+        // SAFETY: a valid context.
+        unsafe {
+            raw::RedisModule_ReplyWithLongLong.unwrap()(self.ctx, value);
+        }
+    }
+
+    /// Replies a bulk string.
+    pub fn reply_bulk(&self, bytes: &[u8]) {
+        // SAFETY: a valid context; Redis copies the buffer before returning.
+        unsafe {
+            raw::RedisModule_ReplyWithStringBuffer.unwrap()(
+                self.ctx,
+                bytes.as_ptr().cast::<c_char>(),
+                bytes.len(),
+            );
+        }
+    }
+
+    /// Replies a null (RESP2 null bulk, RESP3 null).
+    pub fn reply_null(&self) {
+        // SAFETY: a valid context.
+        unsafe {
+            raw::RedisModule_ReplyWithNull.unwrap()(self.ctx);
+        }
+    }
+
+    /// Starts an array of `len` elements; the next `len` replies fill it.
+    pub fn reply_array(&self, len: usize) {
+        // SAFETY: a valid context.
+        unsafe {
+            raw::RedisModule_ReplyWithArray.unwrap()(self.ctx, len as c_long);
+        }
+    }
+
+    /// Starts an array whose length is given when it ends, by [`Call::end_array`].
+    pub fn reply_array_open(&self) {
+        // SAFETY: a valid context; POSTPONED_LEN is the documented marker.
+        unsafe {
+            raw::RedisModule_ReplyWithArray.unwrap()(
+                self.ctx,
+                raw::REDISMODULE_POSTPONED_LEN as c_long,
+            );
+        }
+    }
+
+    /// Ends the innermost array opened with [`Call::reply_array_open`].
+    pub fn end_array(&self, len: usize) {
+        // SAFETY: a valid context with an open postponed array.
+        unsafe {
+            raw::RedisModule_ReplySetArrayLength.unwrap()(self.ctx, len as c_long);
+        }
+    }
+
+    /// Starts a map of `len` pairs (a flat array of `2 * len` in RESP2).
+    pub fn reply_map(&self, len: usize) {
+        // SAFETY: a valid context.
+        unsafe {
+            raw::RedisModule_ReplyWithMap.unwrap()(self.ctx, len as c_long);
         }
     }
 
@@ -99,6 +195,37 @@ impl<'a> Call<'a> {
         // SAFETY: a valid context.
         unsafe {
             raw::RedisModule_ReplicateVerbatim.unwrap()(self.ctx);
+        }
+    }
+
+    /// A server string for a propagated argument.
+    fn string(&self, bytes: &[u8]) -> OwnedString {
+        // SAFETY: a valid buffer; the string is freed by OwnedString.
+        OwnedString(unsafe {
+            raw::RedisModule_CreateString.unwrap()(
+                std::ptr::null_mut(),
+                bytes.as_ptr().cast::<c_char>(),
+                bytes.len(),
+            )
+        })
+    }
+
+    /// Propagates `command` with `made` (new arguments) followed by the arguments of this call
+    /// in `passed` (passed on without copying).
+    pub fn replicate(&self, command: &CStr, made: &[&[u8]], passed: std::ops::Range<usize>) {
+        let made: Vec<OwnedString> = made.iter().map(|bytes| self.string(bytes)).collect();
+        let mut argv: Vec<*mut raw::RedisModuleString> = made.iter().map(|s| s.0).collect();
+        argv.extend_from_slice(&self.argv[passed]);
+        // SAFETY: a valid context; "v" takes an array of strings and its length, which the
+        // server retains as it needs; `made` outlives the call.
+        unsafe {
+            raw::RedisModule_Replicate.unwrap()(
+                self.ctx,
+                command.as_ptr(),
+                c"v".as_ptr(),
+                argv.as_mut_ptr(),
+                argv.len(),
+            );
         }
     }
 }

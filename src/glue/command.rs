@@ -22,6 +22,8 @@ pub type Callback =
 pub enum KeyUse {
     /// Reads the filter's contents (EXISTS, SCANDUMP): RO + ACCESS.
     ReadsItems,
+    /// Reads only the filter's metadata (INFO, CARD, DEBUG): RO.
+    ReadsMetadata,
     /// Adds to the filter, creating it if needed (RESERVE, ADD, INSERT): RW + INSERT.
     Inserts,
 }
@@ -30,6 +32,7 @@ impl KeyUse {
     fn flags(self) -> u32 {
         match self {
             KeyUse::ReadsItems => raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
+            KeyUse::ReadsMetadata => raw::REDISMODULE_CMD_KEY_RO,
             KeyUse::Inserts => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT,
         }
     }

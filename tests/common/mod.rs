@@ -79,6 +79,12 @@ impl Server {
 
     /// A server with the given options.
     pub fn with(options: Options) -> Server {
+        Server::try_with(options)
+            .unwrap_or_else(|log| panic!("redis-server did not start; its log:\n{log}"))
+    }
+
+    /// A server with the given options, or the server's log if it did not start.
+    pub fn try_with(options: Options) -> Result<Server, String> {
         let n = SERVERS.fetch_add(1, Ordering::SeqCst);
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("target/test-servers")
@@ -98,12 +104,13 @@ impl Server {
             dir,
             options,
         };
-        server.launch();
-        server
+        server.launch()?;
+        Ok(server)
     }
 
-    /// Starts the process (again), on a new free port, in the same directory.
-    fn launch(&mut self) {
+    /// Starts the process (again), on a new free port, in the same directory; the log if it
+    /// does not come up.
+    fn launch(&mut self) -> Result<(), String> {
         let mut last_log = String::new();
         for _attempt in 0..5 {
             self.port = free_port();
@@ -118,6 +125,7 @@ impl Server {
                 .arg(&self.dir)
                 .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
                 .args(["--enable-debug-command", "yes"])
+                .args(["--repl-diskless-sync-delay", "0"])
                 .arg("--logfile")
                 .arg(&log);
             if !self.options.without_module {
@@ -135,7 +143,7 @@ impl Server {
                 .expect("start redis-server (is it installed? make test installs it)");
             self.child = Some(child);
             if self.wait_ready() {
-                return;
+                return Ok(());
             }
             last_log = std::fs::read_to_string(&log).unwrap_or_default();
             self.kill();
@@ -143,7 +151,7 @@ impl Server {
                 break;
             }
         }
-        panic!("redis-server did not start; its log:\n{last_log}");
+        Err(last_log)
     }
 
     fn wait_ready(&mut self) -> bool {
@@ -188,7 +196,57 @@ impl Server {
         let saved = self.conn().call(&["SAVE"]);
         assert_eq!(saved, Frame::ok());
         self.kill();
-        self.launch();
+        self.launch()
+            .unwrap_or_else(|log| panic!("redis-server did not restart:\n{log}"));
+    }
+
+    /// Stops the server without saving (SIGKILL) and starts it again in the same directory with
+    /// other options (a different module configuration, say).
+    pub fn restart_with(&mut self, options: Options) {
+        self.kill();
+        self.options = options;
+        self.launch()
+            .unwrap_or_else(|log| panic!("redis-server did not restart:\n{log}"));
+    }
+
+    /// Makes this server a replica of `primary` and waits until the initial sync is done.
+    pub fn replicate(&self, primary: &Server) {
+        let reply = self
+            .conn()
+            .call(&["REPLICAOF", "127.0.0.1", &primary.port.to_string()]);
+        assert_eq!(reply, Frame::ok());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.info_field("replication", "master_link_status") != "up" {
+            assert!(
+                Instant::now() < deadline,
+                "replica did not sync:\n{}",
+                self.log()
+            );
+            sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until this replica has processed everything `primary` has propagated so far.
+    pub fn catch_up(&self, primary: &Server) {
+        let target: u64 = primary
+            .info_field("replication", "master_repl_offset")
+            .parse()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let done: u64 = self
+                .info_field("replication", "slave_repl_offset")
+                .parse()
+                .unwrap();
+            if done >= target {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "replica stuck at {done} of {target}"
+            );
+            sleep(Duration::from_millis(20));
+        }
     }
 
     /// Stops the server without saving (SIGKILL).

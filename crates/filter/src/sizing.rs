@@ -81,6 +81,66 @@ impl Shape {
     }
 }
 
+/// Error rates (rows) and capacities (columns) of the README's sizing table.
+pub const TABLE_ERRORS: [f64; 5] = [0.1, 0.01, 0.001, 0.0001, 0.00001];
+/// See [`TABLE_ERRORS`].
+pub const TABLE_CAPACITIES: [u64; 6] = [
+    1_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+    1_000_000_000,
+];
+
+/// A Markdown table of what `BF.RESERVE key error capacity` costs for each error rate (rows) and
+/// capacity (columns): the bytes the new filter takes (bits and bookkeeping) and its hash count.
+/// Computed by the code that sizes real filters; the README's sizing table is this output.
+pub fn markdown_table(errors: &[f64], capacities: &[u64]) -> String {
+    let mut table = String::from("| error rate |");
+    for capacity in capacities {
+        table.push_str(&format!(" {} items |", count_text(*capacity)));
+    }
+    table.push_str("\n|---|");
+    table.push_str(&"---|".repeat(capacities.len()));
+    for &error in errors {
+        table.push_str(&format!("\n| {error} |"));
+        for &capacity in capacities {
+            // A scaling filter's first sub-filter is built for half the error rate.
+            let cell = match Shape::new(capacity, error / 2.0) {
+                Ok(shape) => format!(
+                    "{} ({} hashes)",
+                    bytes_text(crate::Chain::planned_bytes([&shape])),
+                    shape.hash_count
+                ),
+                Err(err) => format!("{err:?}"),
+            };
+            table.push_str(&format!(" {cell} |"));
+        }
+    }
+    table.push('\n');
+    table
+}
+
+fn count_text(count: u64) -> String {
+    match count {
+        c if c >= 1_000_000_000 && c % 1_000_000_000 == 0 => format!("{}B", c / 1_000_000_000),
+        c if c >= 1_000_000 && c % 1_000_000 == 0 => format!("{}M", c / 1_000_000),
+        c if c >= 1_000 && c % 1_000 == 0 => format!("{}K", c / 1_000),
+        c => c.to_string(),
+    }
+}
+
+fn bytes_text(bytes: u64) -> String {
+    const UNITS: [(&str, f64); 3] = [("GiB", 1073741824.0), ("MiB", 1048576.0), ("KiB", 1024.0)];
+    for (unit, size) in UNITS {
+        if bytes as f64 >= size {
+            return format!("{:.1} {unit}", bytes as f64 / size);
+        }
+    }
+    format!("{bytes} B")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,7 @@
+//! Prints the README's sizing table: `cargo run -p bf-filter --example sizing_table`.
+
+use bf_filter::sizing::{markdown_table, TABLE_CAPACITIES, TABLE_ERRORS};
+
+fn main() {
+    print!("{}", markdown_table(&TABLE_ERRORS, &TABLE_CAPACITIES));
+}
