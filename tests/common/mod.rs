@@ -150,22 +150,33 @@ impl Server {
             if !last_log.contains("Address already in use") {
                 break;
             }
+            let _ = std::fs::remove_file(&log);
         }
         Err(last_log)
     }
 
+    /// Waits until our process answers on our port. Another test's server may have taken the
+    /// port between `free_port` and our bind: a server that answers with another process id is
+    /// not ours, and our own process then exits, which makes the caller retry on a new port.
     fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
-            if let Some(child) = self.child.as_mut() {
-                if let Ok(Some(_)) = child.try_wait() {
-                    return false;
-                }
+            let Some(child) = self.child.as_mut() else {
+                return false;
+            };
+            if let Ok(Some(_)) = child.try_wait() {
+                return false;
             }
+            let pid = child.id().to_string();
             if let Ok(mut conn) = Conn::connect(self.port) {
-                match conn.call(&["PING"]) {
-                    Frame::Simple(pong) if pong == "PONG" => return true,
-                    _ => {}
+                if let Frame::Bulk(info) = conn.call(&["INFO", "server"]) {
+                    let info = String::from_utf8_lossy(&info);
+                    if info
+                        .lines()
+                        .any(|line| line.trim() == format!("process_id:{pid}"))
+                    {
+                        return true;
+                    }
                 }
             }
             sleep(Duration::from_millis(20));
