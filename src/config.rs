@@ -181,7 +181,8 @@ unsafe extern "C" fn get_error_rate(
     _privdata: *mut c_void,
 ) -> *mut raw::RedisModuleString {
     let mut text = ERROR_RATE_TEXT.lock().unwrap_or_else(|e| e.into_inner());
-    let value = f64::from_bits(ERROR_RATE.load(Ordering::Relaxed)).to_string();
+    // Debug formatting: the shortest text that reads back exactly, with an exponent when small.
+    let value = format!("{:?}", f64::from_bits(ERROR_RATE.load(Ordering::Relaxed)));
     if let Some(old) = text.take() {
         raw::RedisModule_FreeString.unwrap()(std::ptr::null_mut(), old.0);
     }
@@ -262,7 +263,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
             i64::MAX,
         ),
     ];
-    let default_error = std::ffi::CString::new(defaults().error.to_string())
+    let default_error = std::ffi::CString::new(format!("{:?}", defaults().error))
         .map_err(|_| "bad default error rate")?;
     // SAFETY: a load-time context; names and defaults are NUL-terminated; the callbacks match
     // the server's signatures; privdata points to statics that live as long as the module.

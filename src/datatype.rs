@@ -19,8 +19,8 @@
 //! server allocate more than the input holds.
 
 use bf_filter::bits::{piece_lengths, BitStore};
-use bf_filter::{Chain, Growth, Shape, SubFilter};
-use redis_module::logging::{log_io_error, RedisLogLevel};
+use bf_filter::dump;
+use bf_filter::{check_stored, check_successor, Chain, FilterError, Growth, Shape, SubFilter};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 use std::os::raw::{c_char, c_int, c_void};
@@ -106,13 +106,12 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
         ))
     };
     match loaded {
-        Ok(chain) => Box::into_raw(Box::new(chain)).cast(),
+        Ok(chain) => {
+            crate::stats::filter_added(&chain);
+            Box::into_raw(Box::new(chain)).cast()
+        }
         Err(why) => {
-            log_io_error(
-                rdb,
-                RedisLogLevel::Warning,
-                &format!("bf: cannot load a filter: {why}"),
-            );
+            crate::glue::log::io_warning(rdb, &format!("bf: cannot load a filter: {why}"));
             std::ptr::null_mut()
         }
     }
@@ -143,14 +142,17 @@ fn load_chain(rdb: *mut raw::RedisModuleIO) -> Result<Chain, String> {
         let hash_count = raw::load_unsigned(rdb).map_err(short)?;
         let bits = raw::load_unsigned(rdb).map_err(short)?;
         let items = raw::load_unsigned(rdb).map_err(short)?;
-        let expected = Shape::new(capacity, error)
-            .map_err(|_| format!("bad sub-filter capacity {capacity} or error rate {error}"))?;
-        if u64::from(expected.hash_count) != hash_count || expected.bits != bits {
-            return Err(format!(
-                "sub-filter of {capacity} items at {error} has {hash_count} hashes and {bits} bits, \
-                 not {} and {}",
-                expected.hash_count, expected.bits
-            ));
+        let shape = Shape {
+            capacity,
+            error,
+            hash_count: u32::try_from(hash_count).map_err(|_| "hash count out of range")?,
+            bits,
+        };
+        // Everything about the sub-filter is checked before any of its bytes are read.
+        check_stored(&shape, items).map_err(describe)?;
+        if let Some(older) = filters.last() {
+            let older: &SubFilter = older;
+            check_successor(growth, older.shape(), older.items(), &shape).map_err(describe)?;
         }
         let mut pieces = Vec::new();
         for len in piece_lengths(bits) {
@@ -165,24 +167,47 @@ fn load_chain(rdb: *mut raw::RedisModuleIO) -> Result<Chain, String> {
             pieces.push(Box::<[u8]>::from(bytes));
         }
         let store = BitStore::from_pieces(bits, pieces).ok_or("bad bit-array pieces")?;
-        let filter = SubFilter::from_parts(expected, items, store).map_err(|e| format!("{e:?}"))?;
-        filters.push(filter);
+        filters.push(SubFilter::from_parts(shape, items, store).map_err(describe)?);
     }
-    Chain::from_parts(growth, filters).map_err(|e| format!("{e:?}"))
+    Chain::from_parts(growth, filters).map_err(describe)
 }
 
+/// A core error as a log message.
+fn describe(err: FilterError) -> String {
+    match err {
+        FilterError::Corrupt(what) => what.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Rewrites a filter for the AOF as the BF.LOADCHUNK sequence BF.SCANDUMP would produce: the
+/// header, then every data chunk (at most 16 MiB each), whatever the filter's size.
 unsafe extern "C" fn aof_rewrite(
     aof: *mut raw::RedisModuleIO,
-    _key: *mut raw::RedisModuleString,
-    _value: *mut c_void,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
 ) {
-    // Filters are rebuilt from RDB (the default preamble); the command form comes with
-    // BF.LOADCHUNK.
-    log_io_error(
-        aof,
-        RedisLogLevel::Warning,
-        "bf: AOF rewrite without the RDB preamble is not supported yet; filters were not written",
-    );
+    let chain = chain(value);
+    let emit = |iterator: u64, bytes: &[u8]| {
+        raw::RedisModule_EmitAOF.unwrap()(
+            aof,
+            c"BF.LOADCHUNK".as_ptr(),
+            c"slb".as_ptr(),
+            key,
+            iterator as std::os::raw::c_longlong,
+            bytes.as_ptr().cast::<c_char>(),
+            bytes.len(),
+        );
+    };
+    emit(1, &dump::header(chain));
+    let mut offset = 0;
+    while let Some(chunk) = chain.chunk(offset) {
+        if chunk.is_empty() {
+            break;
+        }
+        emit(dump::next_iterator(offset, chunk.len()), &chunk);
+        offset += chunk.len() as u64;
+    }
 }
 
 /// What the allocator really charges for a block it handed out.
@@ -195,10 +220,18 @@ fn charged(ptr: *const u8) -> usize {
 /// The bytes a filter occupies: every block it holds, at the size the allocator charged for it.
 /// `MEMORY USAGE` builds on this figure, and BF.INFO reports it as `Size`.
 pub fn memory_usage(chain: &Chain) -> usize {
-    let mut total = charged((chain as *const Chain).cast());
+    // The chain's own box: its size is one of the allocator's size classes (checked below), so it
+    // is charged exactly; the chain need not be asked where it lives.
+    let mut total = std::mem::size_of::<Chain>();
     chain.visit_allocations(&mut |ptr, _| total += charged(ptr));
     total
 }
+
+// Small jemalloc size classes are the multiples of 16 up to 128.
+const _: () = assert!(
+    std::mem::size_of::<Chain>().is_multiple_of(16) && std::mem::size_of::<Chain>() <= 128,
+    "Chain's box would be rounded up by the allocator"
+);
 
 unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
     memory_usage(chain(value))
@@ -227,7 +260,9 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
 }
 
 unsafe extern "C" fn free(value: *mut c_void) {
-    drop(Box::from_raw(value.cast::<Chain>()));
+    let chain = Box::from_raw(value.cast::<Chain>());
+    crate::stats::filter_freed(&chain);
+    drop(chain);
 }
 
 unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
@@ -243,5 +278,7 @@ unsafe extern "C" fn copy(
     _to: *mut raw::RedisModuleString,
     value: *const c_void,
 ) -> *mut c_void {
-    Box::into_raw(Box::new(chain(value).clone())).cast()
+    let copy = Box::new(chain(value).clone());
+    crate::stats::filter_added(&copy);
+    Box::into_raw(copy).cast()
 }

@@ -31,6 +31,10 @@ pub enum BfError {
     MissingValue(&'static str),
     /// BF.INSERT without `ITEMS item...`.
     MissingItems,
+    /// A SCANDUMP or LOADCHUNK iterator that is no chunk's.
+    BadIterator,
+    /// A LOADCHUNK chunk that does not fit the filter; the text says how.
+    BadChunk(&'static str),
     /// A token the grammar does not know.
     UnknownArgument(String),
     /// The filter would take more than `bf.max-filter-bytes`.
@@ -51,7 +55,7 @@ impl BfError {
             FilterError::TooLarge { bytes } => BfError::TooLarge { bytes, limit },
             FilterError::Full => BfError::NonScalingFull,
             FilterError::CannotGrow => BfError::CannotGrow,
-            FilterError::Corrupt(_) => BfError::Internal,
+            FilterError::Corrupt(why) => BfError::BadChunk(why),
         }
     }
 }
@@ -81,6 +85,8 @@ impl fmt::Display for BfError {
             BfError::DuplicateOption(name) => write!(f, "ERR option {name} given more than once"),
             BfError::MissingValue(name) => write!(f, "ERR option {name} needs a value"),
             BfError::MissingItems => f.write_str("ERR ITEMS and at least one item are required"),
+            BfError::BadIterator => f.write_str("ERR invalid iterator"),
+            BfError::BadChunk(why) => write!(f, "ERR invalid chunk: {why}"),
             BfError::UnknownArgument(token) => write!(f, "ERR unknown argument '{token}'"),
             BfError::TooLarge { bytes, limit } => write!(
                 f,
@@ -135,6 +141,8 @@ mod tests {
             BfError::DuplicateOption("EXPANSION"),
             BfError::MissingValue("EXPANSION"),
             BfError::MissingItems,
+            BfError::BadIterator,
+            BfError::BadChunk("why"),
             BfError::UnknownArgument("x".into()),
             BfError::TooLarge { bytes: 2, limit: 1 },
             BfError::CannotGrow,

@@ -9,6 +9,7 @@ mod config;
 mod datatype;
 mod error;
 mod glue;
+mod stats;
 
 use datatype::BLOOM_TYPE;
 use glue::command::{dispatch, Command, KeyUse};
@@ -74,17 +75,21 @@ const COMMANDS: &[Command] = &[
     command!(c"BF.CARD", commands::info::card, c"readonly fast", 2, ReadsMetadata),
     // BF.DEBUG key
     command!(c"BF.DEBUG", commands::info::debug, c"readonly", 2, ReadsMetadata),
+    // BF.SCANDUMP key iterator
+    command!(c"BF.SCANDUMP", commands::dump::scandump, c"readonly", 3, ReadsItems),
+    // BF.LOADCHUNK key iterator data
+    command!(c"BF.LOADCHUNK", commands::dump::loadchunk, c"write deny-oom", 4, Loads),
 ];
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     let raw_ctx = ctx.ctx;
     let args: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
     if let Err(why) = config::apply_load_arguments(&args) {
-        ctx.log_warning(&format!("bf: refusing to load: {why}"));
+        glue::log::warning(raw_ctx, &format!("bf: refusing to load: {why}"));
         return Status::Err;
     }
     if let Err(why) = config::register(raw_ctx) {
-        ctx.log_warning(&format!("bf: refusing to load: {why}"));
+        glue::log::warning(raw_ctx, &format!("bf: refusing to load: {why}"));
         return Status::Err;
     }
     // SAFETY: a valid load-time context. Handling IO errors lets rdb_load refuse corrupt input
@@ -96,8 +101,13 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
                 | redis_module::raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD) as i32,
         );
     }
+    // SAFETY: a valid load-time context and a callback of the expected signature. This
+    // replaces the INFO callback redis_module! registers.
+    unsafe {
+        redis_module::raw::RedisModule_RegisterInfoFunc.unwrap()(raw_ctx, Some(stats::info));
+    }
     if let Err(why) = glue::command::register(raw_ctx, COMMANDS) {
-        ctx.log_warning(&format!("bf: {why}"));
+        glue::log::warning(raw_ctx, &format!("bf: refusing to load: {why}"));
         return Status::Err;
     }
     Status::Ok

@@ -3,40 +3,10 @@
 
 mod common;
 
-use common::{Conn, Frame, Options, Server};
-
-fn boolean(protocol: u8, value: bool) -> Frame {
-    if protocol == 2 {
-        Frame::Int(i64::from(value))
-    } else {
-        Frame::Bool(value)
-    }
-}
-
-fn booleans(protocol: u8, values: &[bool]) -> Vec<Frame> {
-    values.iter().map(|&v| boolean(protocol, v)).collect()
-}
+use common::{boolean, booleans, debug_lines as debug, fill, Conn, Frame, Options, Server};
 
 fn command<'a>(head: &[&'a str], rest: &[&'a str]) -> Vec<&'a str> {
     head.iter().chain(rest).copied().collect()
-}
-
-/// Adds `item:0`, `item:1`, ... until the filter counts `count` items (a rare false positive is
-/// not counted, so a few more names may be needed).
-fn fill(conn: &mut Conn, key: &str, count: i64) {
-    let mut index = 0;
-    while conn.call(&["BF.CARD", key]).int() < count {
-        conn.call(&["BF.ADD", key, &format!("item:{index}")]);
-        index += 1;
-    }
-}
-
-fn debug(conn: &mut Conn, key: &str) -> Vec<String> {
-    conn.call(&["BF.DEBUG", key])
-        .items()
-        .iter()
-        .map(Frame::text)
-        .collect()
 }
 
 #[test]
@@ -756,5 +726,122 @@ fn the_size_ceiling_guards_every_path_that_allocates() {
     assert_eq!(
         conn.call(&["BF.INFO", "g", "FILTERS"]),
         Frame::Array(vec![Frame::Int(2)])
+    );
+}
+
+#[test]
+fn a_chain_whose_error_rate_would_underflow_refuses_to_grow() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    // Halving 1e-307 reaches subnormal numbers at the third sub-filter.
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "g", "1e-307", "1", "EXPANSION", "1"]),
+        Frame::ok()
+    );
+    assert_eq!(conn.call(&["BF.ADD", "g", "a"]), Frame::Int(1));
+    assert_eq!(conn.call(&["BF.ADD", "g", "b"]), Frame::Int(1));
+    let dump = conn.call(&["DUMP", "g"]);
+    let refused = Frame::error(
+        "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of range",
+    );
+    assert_eq!(conn.call(&["BF.ADD", "g", "c"]), refused);
+    assert_eq!(
+        conn.call(&["BF.MADD", "g", "a", "c"]),
+        Frame::Array(vec![Frame::Int(0), refused.clone()])
+    );
+    assert_eq!(conn.call(&["DUMP", "g"]), dump);
+    assert_eq!(
+        debug(&mut conn, "g")[2],
+        "bytes:192 bits:1536 hashes:1022 capacity:1 items:1 error:2.5e-308"
+    );
+}
+
+#[test]
+fn insert_refuses_bad_numbers_like_reserve() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let bad_error = Frame::error("ERR bad error rate: must be a number strictly between 0 and 1");
+    for error in ["nan", "inf", "1e400", "10abc", "0", "1"] {
+        assert_eq!(
+            conn.call(&["BF.INSERT", "k", "ERROR", error, "ITEMS", "a"]),
+            bad_error,
+            "{error}"
+        );
+    }
+    let bad_expansion = Frame::error("ERR bad expansion: must be a whole number from 1 to 32768");
+    assert_eq!(
+        conn.call(&["BF.INSERT", "k", "EXPANSION", "2.5", "ITEMS", "a"]),
+        bad_expansion
+    );
+    assert_eq!(
+        conn.call(&["BF.INSERT", "k", "NONSCALING", "ERROR"]),
+        Frame::error("ERR option ERROR needs a value")
+    );
+    assert_eq!(conn.call(&["EXISTS", "k"]), Frame::Int(0));
+}
+
+#[test]
+fn debug_answers_the_same_lines_in_resp3() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    conn.call(&["BF.MADD", "k", "a", "b"]);
+    let lines: Vec<Frame> = debug(&mut conn, "k").into_iter().map(Frame::bulk).collect();
+    assert_eq!(server.conn3().call(&["BF.DEBUG", "k"]), Frame::Array(lines));
+}
+
+#[test]
+fn config_set_refuses_partial_numbers() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    assert_eq!(
+        conn.call(&["CONFIG", "SET", "bf.error-rate", "0.01abc"]),
+        Frame::error("ERR CONFIG SET failed (possibly related to argument 'bf.error-rate') - bad value '0.01abc' for bf.error-rate: must be a number strictly between 0 and 1")
+    );
+    assert_eq!(
+        conn.call(&["CONFIG", "SET", "bf.error-rate", "1e-20"]),
+        Frame::ok()
+    );
+    assert_eq!(
+        conn.call(&["CONFIG", "GET", "bf.error-rate"]).items()[1],
+        Frame::bulk("1e-20")
+    );
+}
+
+#[test]
+fn load_arguments_take_the_bf_prefix_and_refuse_a_tiny_ceiling() {
+    let server = Server::with(Options::default().module_args(&[
+        "bf.initial-size",
+        "42",
+        "BF.MAX-FILTER-BYTES",
+        "2kb",
+    ]));
+    let mut conn = server.conn();
+    assert_eq!(
+        conn.call(&["CONFIG", "GET", "bf.initial-size"]).items()[1],
+        Frame::bulk("42")
+    );
+    assert_eq!(
+        conn.call(&["CONFIG", "GET", "bf.max-filter-bytes"]).items()[1],
+        Frame::bulk("2048")
+    );
+    drop(server);
+    let log = match Server::try_with(Options::default().module_args(&["max-filter-bytes", "1000"]))
+    {
+        Ok(_) => panic!("loaded with a 1000-byte ceiling"),
+        Err(log) => log,
+    };
+    assert!(log.contains("bf: refusing to load: bad value '1000' for bf.max-filter-bytes: must be a size of at least 1024 bytes (units kb, mb, gb allowed)"), "{log}");
+}
+
+#[test]
+fn a_percent_sign_in_a_load_argument_is_logged_as_text() {
+    let log = match Server::try_with(Options::default().module_args(&["error-rate", "%s%s%s%n%n"]))
+    {
+        Ok(_) => panic!("loaded"),
+        Err(log) => log,
+    };
+    assert!(
+        log.contains("bad value '%s%s%s%n%n' for bf.error-rate"),
+        "{log}"
     );
 }

@@ -4,16 +4,7 @@
 mod common;
 
 use common::payload::{Envelope, Field};
-use common::{Frame, Server};
-
-/// The reply a boolean command gives in each protocol.
-fn boolean(protocol: u8, value: bool) -> Frame {
-    if protocol == 2 {
-        Frame::Int(i64::from(value))
-    } else {
-        Frame::Bool(value)
-    }
-}
+use common::{boolean, Frame, Server};
 
 #[test]
 fn reserve_replies_ok_and_a_second_reserve_says_item_exists() {
@@ -544,16 +535,19 @@ fn memory_usage_is_within_one_percent_of_what_the_allocator_charged() {
     );
 }
 
-/// RedisBloom's sizing (SPEC.md), computed independently of the module: (hash count, bits).
-fn sizing(capacity: u64, error: f64) -> (u64, u64) {
-    #[allow(clippy::approx_constant)] // RedisBloom's digits, not std's LN_2
-    let ln_2 = 0.693147180559945;
-    let bits_per_item = -error.ln() / 0.480453013918201;
-    let hashes = (ln_2 * bits_per_item).ceil() as u64;
-    let bits = ((capacity as f64 * bits_per_item).floor() as u64)
-        .max(1)
-        .next_multiple_of(64);
-    (hashes, bits)
+/// Byte lengths of the pieces a bit array of `bits` bits is saved in: the 16 MiB blocks, then the
+/// rest by its binary digits, largest first.
+fn bf_pieces(bits: u64) -> Vec<usize> {
+    let bytes = (bits / 8) as usize;
+    let mut pieces = vec![16 << 20; bytes >> 24];
+    let tail = bytes & ((16 << 20) - 1);
+    pieces.extend(
+        (3..24)
+            .rev()
+            .map(|log2| 1usize << log2)
+            .filter(|piece| tail & piece != 0),
+    );
+    pieces
 }
 
 /// A real payload of a small filter, for its envelope.
@@ -647,11 +641,28 @@ fn restore_refuses_forged_and_truncated_filters_and_the_server_lives() {
     // when the first piece is missing, before anything is allocated for it.
     let mut huge = valid_fields(0);
     huge.truncate(8);
-    let (hashes, bits) = sizing(1 << 50, 0.005);
+    let (hashes, bits) = common::sizing(1 << 50, 0.005);
     huge[3] = Field::Unsigned(1 << 50);
     huge[5] = Field::Unsigned(hashes);
     huge[6] = Field::Unsigned(bits);
     forged.push(("a huge claimed filter", huge));
+    // Two sub-filters where the older one still has room: not something growth makes.
+    let mut early_growth = valid_fields(50);
+    early_growth[2] = Field::Unsigned(2);
+    let (hashes, bits) = common::sizing(200, 0.0025);
+    early_growth.extend([
+        Field::Unsigned(200),
+        Field::Double(0.0025),
+        Field::Unsigned(hashes),
+        Field::Unsigned(bits),
+        Field::Unsigned(0),
+    ]);
+    early_growth.extend(
+        bf_pieces(bits)
+            .into_iter()
+            .map(|len| Field::Buffer(vec![0; len])),
+    );
+    forged.push(("an older sub-filter that is not full", early_growth));
     let mut trailing = valid_fields(0);
     trailing.push(Field::Unsigned(1));
     forged.push(("trailing data", trailing));

@@ -20,7 +20,9 @@ fn odd_configuration() -> Options {
     ])
 }
 
-const KEYS: [&str; 6] = ["reserved", "auto", "fixed", "inserted", "grown", "madded"];
+const KEYS: [&str; 7] = [
+    "reserved", "auto", "fixed", "inserted", "grown", "madded", "loaded",
+];
 
 /// A mixed workload: RESERVE without options, ADD that creates, MADD that fills a NONSCALING
 /// filter (and is answered with an error), INSERT with options, NOCREATE, growth past 2048 bytes.
@@ -61,6 +63,25 @@ fn workload(conn: &mut Conn) {
     let mut madd = vec!["BF.MADD".to_string(), "madded".to_string()];
     madd.extend(items);
     conn.call(&madd);
+    // A copy of "grown" through SCANDUMP / LOADCHUNK.
+    let mut iterator = 0;
+    loop {
+        let reply = conn
+            .call(&["BF.SCANDUMP", "grown", &iterator.to_string()])
+            .items();
+        iterator = reply[0].int();
+        if iterator == 0 {
+            break;
+        }
+        let next = iterator.to_string();
+        let load = conn.call(&[
+            &b"BF.LOADCHUNK"[..],
+            b"loaded",
+            next.as_bytes(),
+            &reply[1].bytes(),
+        ]);
+        assert_eq!(load, Frame::ok());
+    }
 }
 
 fn digests(conn: &mut Conn) -> Vec<(Frame, Vec<Frame>)> {

@@ -2,12 +2,15 @@
 //! open the key, create the filter if the command may, add the items in order, reply, propagate.
 
 use super::{
-    is_option, once, parse_capacity, parse_error_rate, parse_expansion, unknown, value_of, Args,
+    growth_words, is_option, once, parse_capacity, parse_error_rate, parse_expansion, unknown,
+    value_of, Args,
 };
 use crate::config;
+use crate::datatype::memory_usage;
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
+use crate::stats;
 use bf_filter::{Chain, Growth};
 
 /// How a command creates a missing filter.
@@ -129,12 +132,7 @@ fn add_items(
     answer: Answer,
 ) -> Result<(), BfError> {
     let args = call.args();
-    // Commands from a primary or the AOF apply as they did there, whatever this server's limit.
-    let limit = if call.is_replay() {
-        u64::MAX
-    } else {
-        config::max_filter_bytes()
-    };
+    let limit = call.size_limit();
     let mut key = FilterKey::open(call, 1, Access::Write);
     let (chain, created) = match (key.filter()?.is_some(), creation) {
         (true, _) => (key.filter_mut()?.ok_or(BfError::Internal)?, None),
@@ -148,39 +146,56 @@ fn add_items(
     if answer == Answer::Each {
         call.reply_array_open();
     }
-    let mut changed = created.is_some();
+    // The bytes before the first growth, measured only when a growth may come (it is the only
+    // change of size).
+    let mut bytes_before = None;
+    let mut added_any = false;
     // Items before `end` were applied; an error stops the command at its item.
     let mut end = args.len();
     for index in first_item..args.len() {
+        if bytes_before.is_none() && chain.must_grow() {
+            bytes_before = Some(memory_usage(chain));
+        }
         match chain.add(args.get(index), limit) {
             Ok(added) => {
-                changed |= added;
+                added_any |= added;
                 call.reply_bool(added);
             }
             Err(err) => {
+                end = index;
                 let err = BfError::from_filter(err, limit);
                 if answer == Answer::One {
+                    stats::items_added(end - first_item);
                     return Err(err);
                 }
                 call.reply_error(&err);
-                end = index;
                 break;
             }
         }
     }
     if answer == Answer::Each {
-        call.end_array(end - first_item + usize::from(end < args.len()));
+        call.end_array();
+    }
+    stats::items_added(end - first_item);
+    if let Some(before) = bytes_before {
+        stats::filter_resized(before, chain);
     }
     // Propagate exactly what was applied: a replica never refuses what its primary accepted (it
     // skips the size limit), so items after an error must not reach it.
     match created {
         Some(creation) => propagate_creation(call, creation, first_item..end),
-        None if changed && end == args.len() => call.replicate_verbatim(),
-        None if changed => {
+        None if added_any && end == args.len() => call.replicate_verbatim(),
+        None if added_any => {
             let key = call.args().get(1);
             call.replicate(c"BF.MADD", &[key], first_item..end);
         }
         None => {}
+    }
+    if created.is_some() {
+        call.notify(c"bf.reserve", 1);
+    }
+    if added_any {
+        call.notify(c"bf.add", 1);
     }
     Ok(())
 }
@@ -189,9 +204,9 @@ fn add_items(
 /// so a replica or an AOF replay builds the same filter whatever its own defaults.
 fn propagate_creation(call: &Call, creation: Creation, items: std::ops::Range<usize>) {
     let capacity = creation.capacity.to_string();
-    // Rust prints the shortest text that parses back to the same f64.
-    let error = creation.error.to_string();
-    let expansion;
+    // The shortest text that parses back to the same f64 (with an exponent when small).
+    let error = format!("{:?}", creation.error);
+    let growth = growth_words(creation.growth);
     let mut made: Vec<&[u8]> = vec![
         call.args().get(1),
         b"CAPACITY",
@@ -199,13 +214,7 @@ fn propagate_creation(call: &Call, creation: Creation, items: std::ops::Range<us
         b"ERROR",
         error.as_bytes(),
     ];
-    match creation.growth {
-        Growth::Scaling { expansion: factor } => {
-            expansion = factor.to_string();
-            made.extend([&b"EXPANSION"[..], expansion.as_bytes()]);
-        }
-        Growth::Fixed => made.push(b"NONSCALING"),
-    }
+    made.extend(growth.iter().map(|word| word.as_bytes()));
     made.push(b"ITEMS");
     call.replicate(c"BF.INSERT", &made, items);
 }

@@ -4,12 +4,14 @@ use super::Args;
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
+use crate::stats;
 
 /// BF.EXISTS key item
 pub fn exists(call: &Call) -> Result<(), BfError> {
     let key = FilterKey::open(call, 1, Access::Read);
     let item = call.args().get(2);
     let found = key.filter()?.is_some_and(|chain| chain.contains(item));
+    stats::items_looked_up(1);
     call.reply_bool(found);
     Ok(())
 }
@@ -20,6 +22,7 @@ pub fn mexists(call: &Call) -> Result<(), BfError> {
     let filter = key.filter()?;
     let args = call.args();
     call.reply_array(args.len() - 2);
+    stats::items_looked_up(args.len() - 2);
     for index in 2..args.len() {
         call.reply_bool(filter.is_some_and(|chain| chain.contains(args.get(index))));
     }

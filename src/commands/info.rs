@@ -141,7 +141,7 @@ pub fn debug_lines(chain: &Chain) -> Vec<String> {
     lines.extend(chain.filters().iter().map(|filter| {
         let shape = filter.shape();
         format!(
-            "bytes:{} bits:{} hashes:{} capacity:{} items:{} error:{}",
+            "bytes:{} bits:{} hashes:{} capacity:{} items:{} error:{:?}",
             shape.bit_bytes(),
             shape.bits,
             shape.hash_count,

@@ -2,12 +2,13 @@
 //! in one function that owns every argument error, then runs it against the key.
 
 pub mod add;
+pub mod dump;
 pub mod exists;
 pub mod info;
 pub mod reserve;
 
 use crate::error::{quote_token, BfError};
-use bf_filter::{sizing::check_error_rate, Growth};
+use bf_filter::{sizing::check_error_rate, Growth, MAX_EXPANSION};
 
 /// A command's arguments as byte strings; `get(0)` is the command name. Implemented for the
 /// server's argument vector and, in tests, for plain slices.
@@ -39,7 +40,7 @@ pub fn parse_error_rate(token: &[u8]) -> Result<f64, BfError> {
 }
 
 /// A whole number written with decimal digits only (no sign, no spaces, no exponent).
-fn parse_whole(token: &[u8]) -> Option<u64> {
+pub fn parse_whole(token: &[u8]) -> Option<u64> {
     if token.is_empty() || !token.iter().all(u8::is_ascii_digit) {
         return None;
     }
@@ -56,10 +57,17 @@ pub fn parse_capacity(token: &[u8]) -> Result<u64, BfError> {
 
 /// An expansion factor: a whole number from 1 to 32768.
 pub fn parse_expansion(token: &[u8]) -> Result<u32, BfError> {
-    let value = parse_whole(token).ok_or(BfError::BadExpansion)?;
-    match Growth::scaling(value) {
-        Ok(Growth::Scaling { expansion }) => Ok(expansion),
-        _ => Err(BfError::BadExpansion),
+    parse_whole(token)
+        .and_then(|value| u32::try_from(value).ok())
+        .filter(|expansion| (1..=MAX_EXPANSION).contains(expansion))
+        .ok_or(BfError::BadExpansion)
+}
+
+/// The arguments that spell out a growth in a propagated command: `EXPANSION n` or `NONSCALING`.
+pub fn growth_words(growth: Growth) -> Vec<String> {
+    match growth {
+        Growth::Scaling { expansion } => vec!["EXPANSION".into(), expansion.to_string()],
+        Growth::Fixed => vec!["NONSCALING".into()],
     }
 }
 

@@ -1,7 +1,8 @@
 //! `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`: creates an empty filter.
 
 use super::{
-    is_option, once, parse_capacity, parse_error_rate, parse_expansion, unknown, value_of, Args,
+    growth_words, is_option, once, parse_capacity, parse_error_rate, parse_expansion, unknown,
+    value_of, Args,
 };
 use crate::config;
 use crate::error::BfError;
@@ -62,27 +63,17 @@ pub fn reserve(call: &Call) -> Result<(), BfError> {
     if key.filter()?.is_some() {
         return Err(BfError::ItemExists);
     }
-    // Commands from a primary or the AOF apply as they did there, whatever this server's limit.
-    let limit = if call.is_replay() {
-        u64::MAX
-    } else {
-        config::max_filter_bytes()
-    };
+    let limit = call.size_limit();
     let chain = Chain::new(request.capacity, request.error, request.growth, limit)
         .map_err(|err| BfError::from_filter(err, limit))?;
     key.create(chain)?;
     call.reply_ok();
     // Propagated with the growth spelled out: a replica's default expansion may differ.
-    let expansion;
+    let growth = growth_words(request.growth);
     let mut made = vec![args.get(1), args.get(2), args.get(3)];
-    match request.growth {
-        Growth::Scaling { expansion: factor } => {
-            expansion = factor.to_string();
-            made.extend([&b"EXPANSION"[..], expansion.as_bytes()]);
-        }
-        Growth::Fixed => made.push(b"NONSCALING"),
-    }
+    made.extend(growth.iter().map(|word| word.as_bytes()));
     call.replicate(c"BF.RESERVE", &made, 0..0);
+    call.notify(c"bf.reserve", 1);
     Ok(())
 }
 

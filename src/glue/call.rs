@@ -4,6 +4,7 @@
 use crate::commands::Args;
 use crate::error::BfError;
 use redis_module::raw;
+use std::cell::Cell;
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_long};
 
@@ -11,6 +12,8 @@ use std::os::raw::{c_char, c_long};
 pub struct Call<'a> {
     ctx: *mut raw::RedisModuleCtx,
     argv: &'a [*mut raw::RedisModuleString],
+    /// Replies given so far inside an array opened with `reply_array_open`, if one is open.
+    open_array: Cell<Option<usize>>,
 }
 
 /// The arguments of a command as Redis passed them; `get(0)` is the command name.
@@ -61,7 +64,11 @@ impl<'a> Call<'a> {
         } else {
             std::slice::from_raw_parts(argv, argc)
         };
-        Call { ctx, argv }
+        Call {
+            ctx,
+            argv,
+            open_array: Cell::new(None),
+        }
     }
 
     /// The raw context, for the key layer.
@@ -96,6 +103,34 @@ impl<'a> Call<'a> {
             != 0
     }
 
+    /// Notes one more reply, which is an element if an open array is being filled.
+    fn counted(&self) {
+        if let Some(elements) = self.open_array.get() {
+            self.open_array.set(Some(elements + 1));
+        }
+    }
+
+    /// Closes an array left open by a handler that did not finish (it panicked), with an error
+    /// as its last element, so that the client still gets a well-formed reply.
+    pub(crate) fn close_abandoned_array(&self, err: &BfError) -> bool {
+        if self.open_array.get().is_none() {
+            return false;
+        }
+        self.reply_error(err);
+        self.end_array();
+        true
+    }
+
+    /// The most bytes a filter may take for this command: `bf.max-filter-bytes`, or no limit for
+    /// a command from a primary or an AOF, which must apply as it did where it was first run.
+    pub fn size_limit(&self) -> u64 {
+        if self.is_replay() {
+            u64::MAX
+        } else {
+            crate::config::max_filter_bytes()
+        }
+    }
+
     /// Replies `OK`.
     pub fn reply_ok(&self) {
         self.reply_simple(c"OK");
@@ -103,6 +138,7 @@ impl<'a> Call<'a> {
 
     /// Replies a simple string (field names).
     pub fn reply_simple(&self, text: &CStr) {
+        self.counted();
         // SAFETY: a valid context and a NUL-terminated string.
         unsafe {
             raw::RedisModule_ReplyWithSimpleString.unwrap()(self.ctx, text.as_ptr());
@@ -111,6 +147,7 @@ impl<'a> Call<'a> {
 
     /// Replies a boolean: `#t`/`#f` in RESP3, `:1`/`:0` in RESP2.
     pub fn reply_bool(&self, value: bool) {
+        self.counted();
         // SAFETY: a valid context.
         unsafe {
             raw::RedisModule_ReplyWithBool.unwrap()(self.ctx, i32::from(value));
@@ -119,6 +156,7 @@ impl<'a> Call<'a> {
 
     /// Replies an integer.
     pub fn reply_integer(&self, value: i64) {
+        self.counted();
         // SAFETY: a valid context.
         unsafe {
             raw::RedisModule_ReplyWithLongLong.unwrap()(self.ctx, value);
@@ -127,6 +165,7 @@ impl<'a> Call<'a> {
 
     /// Replies a bulk string.
     pub fn reply_bulk(&self, bytes: &[u8]) {
+        self.counted();
         // SAFETY: a valid context; Redis copies the buffer before returning.
         unsafe {
             raw::RedisModule_ReplyWithStringBuffer.unwrap()(
@@ -139,6 +178,7 @@ impl<'a> Call<'a> {
 
     /// Replies a null (RESP2 null bulk, RESP3 null).
     pub fn reply_null(&self) {
+        self.counted();
         // SAFETY: a valid context.
         unsafe {
             raw::RedisModule_ReplyWithNull.unwrap()(self.ctx);
@@ -147,14 +187,17 @@ impl<'a> Call<'a> {
 
     /// Starts an array of `len` elements; the next `len` replies fill it.
     pub fn reply_array(&self, len: usize) {
+        self.counted();
         // SAFETY: a valid context.
         unsafe {
             raw::RedisModule_ReplyWithArray.unwrap()(self.ctx, len as c_long);
         }
     }
 
-    /// Starts an array whose length is given when it ends, by [`Call::end_array`].
+    /// Starts an array whose length is given when it ends, by [`Call::end_array`]; the replies
+    /// in between are its elements (only flat arrays are built this way).
     pub fn reply_array_open(&self) {
+        self.open_array.set(Some(0));
         // SAFETY: a valid context; POSTPONED_LEN is the documented marker.
         unsafe {
             raw::RedisModule_ReplyWithArray.unwrap()(
@@ -164,8 +207,11 @@ impl<'a> Call<'a> {
         }
     }
 
-    /// Ends the innermost array opened with [`Call::reply_array_open`].
-    pub fn end_array(&self, len: usize) {
+    /// Ends the array opened with [`Call::reply_array_open`], with the elements replied since.
+    pub fn end_array(&self) {
+        let Some(len) = self.open_array.take() else {
+            return;
+        };
         // SAFETY: a valid context with an open postponed array.
         unsafe {
             raw::RedisModule_ReplySetArrayLength.unwrap()(self.ctx, len as c_long);
@@ -174,14 +220,17 @@ impl<'a> Call<'a> {
 
     /// Starts a map of `len` pairs (a flat array of `2 * len` in RESP2).
     pub fn reply_map(&self, len: usize) {
+        self.counted();
         // SAFETY: a valid context.
         unsafe {
             raw::RedisModule_ReplyWithMap.unwrap()(self.ctx, len as c_long);
         }
     }
 
-    /// Replies an error, as a whole reply or as an element of an array.
+    /// Replies an error, as a whole reply or as an element of an array (and counts it).
     pub fn reply_error(&self, err: &BfError) {
+        self.counted();
+        crate::stats::error_replied();
         // Messages never hold NUL (client tokens are escaped by `quote_token`).
         let text = CString::new(err.to_string()).unwrap_or_else(|_| c"ERR".to_owned());
         // SAFETY: a valid context and a NUL-terminated string that lives through the call.
@@ -195,6 +244,20 @@ impl<'a> Call<'a> {
         // SAFETY: a valid context.
         unsafe {
             raw::RedisModule_ReplicateVerbatim.unwrap()(self.ctx);
+        }
+    }
+
+    /// Fires a keyspace notification of the module class (`bf.add`, ...) for the key at argument
+    /// `key_index`.
+    pub fn notify(&self, event: &CStr, key_index: usize) {
+        // SAFETY: a valid context, a NUL-terminated event name and the call's own key string.
+        unsafe {
+            raw::RedisModule_NotifyKeyspaceEvent.unwrap()(
+                self.ctx,
+                raw::REDISMODULE_NOTIFY_MODULE,
+                event.as_ptr(),
+                self.argv[key_index],
+            );
         }
     }
 

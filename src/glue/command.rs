@@ -26,6 +26,9 @@ pub enum KeyUse {
     ReadsMetadata,
     /// Adds to the filter, creating it if needed (RESERVE, ADD, INSERT): RW + INSERT.
     Inserts,
+    /// Creates the filter or overwrites part of it (LOADCHUNK): RW + UPDATE (the server takes
+    /// one of INSERT, UPDATE and DELETE per key spec).
+    Loads,
 }
 
 impl KeyUse {
@@ -34,6 +37,7 @@ impl KeyUse {
             KeyUse::ReadsItems => raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
             KeyUse::ReadsMetadata => raw::REDISMODULE_CMD_KEY_RO,
             KeyUse::Inserts => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT,
+            KeyUse::Loads => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
         }
     }
 }
@@ -60,15 +64,21 @@ pub fn dispatch(
     let call = unsafe { Call::new(ctx, argv, usize::try_from(argc).unwrap_or(0)) };
     match catch_unwind(AssertUnwindSafe(|| handler(&call))) {
         Ok(Ok(())) => {}
-        Ok(Err(err)) => call.reply_error(&err),
+        Ok(Err(err)) => {
+            if !call.close_abandoned_array(&err) {
+                call.reply_error(&err);
+            }
+        }
         Err(panic) => {
             let what = panic
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            redis_module::logging::log_warning(format!("bf: a command panicked: {what}"));
-            call.reply_error(&BfError::Internal);
+            crate::glue::log::warning(ctx, &format!("bf: a command panicked: {what}"));
+            if !call.close_abandoned_array(&BfError::Internal) {
+                call.reply_error(&BfError::Internal);
+            }
         }
     }
     raw::REDISMODULE_OK as c_int

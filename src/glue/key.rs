@@ -89,7 +89,9 @@ impl FilterKey {
             return Err(BfError::Internal);
         }
         // SAFETY: the value now lives in the keyspace for at least as long as the key is open.
-        Ok(unsafe { &mut *value })
+        let chain = unsafe { &mut *value };
+        crate::stats::filter_added(chain);
+        Ok(chain)
     }
 }
 

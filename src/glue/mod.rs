@@ -7,3 +7,4 @@ pub mod alloc;
 pub mod call;
 pub mod command;
 pub mod key;
+pub mod log;

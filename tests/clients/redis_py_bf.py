@@ -94,4 +94,22 @@ assert info("inserted-fixed")["Expansion rate"] is None
 assert bf.card("urls") == 3
 assert bf.card("missing") == 0
 
+# scandump / loadchunk: copy a filter chunk by chunk, the loop applications write
+chunks = []
+iterator = 0
+while True:
+    iterator, data = bf.scandump("urls", iterator)
+    if iterator == 0:
+        break
+    chunks.append((iterator, data))
+assert chunks[0][0] == 1 and chunks[0][1].startswith(b"redis-bf"), chunks[0]
+for iterator, data in chunks:
+    reply = bf.loadchunk("urls-copy", iterator, data)
+    assert reply in (b"OK", "OK", True), reply
+assert info("urls-copy") == info("urls")
+assert yes(bf.exists("urls-copy", "https://example.com/"))
+assert r.execute_command("DEBUG", "DIGEST-VALUE", "urls-copy") == r.execute_command(
+    "DEBUG", "DIGEST-VALUE", "urls"
+)
+
 print(f"redis-py {redis.__version__}, RESP{protocol}: ok")

@@ -169,12 +169,11 @@ impl Server {
             }
             let pid = child.id().to_string();
             if let Ok(mut conn) = Conn::connect(self.port) {
-                if let Frame::Bulk(info) = conn.call(&["INFO", "server"]) {
+                // Ours, and done loading its data: INFO (and DEBUG) answer while it loads.
+                if let Frame::Bulk(info) = conn.call(&["INFO", "everything"]) {
                     let info = String::from_utf8_lossy(&info);
-                    if info
-                        .lines()
-                        .any(|line| line.trim() == format!("process_id:{pid}"))
-                    {
+                    let has = |wanted: &str| info.lines().any(|line| line.trim() == wanted);
+                    if has(&format!("process_id:{pid}")) && has("loading:0") {
                         return true;
                     }
                 }
@@ -290,6 +289,51 @@ impl Drop for Server {
         if !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
+    }
+}
+
+/// RedisBloom's sizing (SPEC.md), computed independently of the module: (hash count, bits).
+pub fn sizing(capacity: u64, error: f64) -> (u64, u64) {
+    #[allow(clippy::approx_constant)] // RedisBloom's digits, not std's LN_2
+    let ln_2 = 0.693147180559945;
+    let bits_per_item = -error.ln() / 0.480453013918201;
+    let hashes = (ln_2 * bits_per_item).ceil() as u64;
+    let bits = ((capacity as f64 * bits_per_item).floor() as u64)
+        .max(1)
+        .next_multiple_of(64);
+    (hashes, bits)
+}
+
+/// The reply a boolean command gives in each protocol: `:1`/`:0` in RESP2, `#t`/`#f` in RESP3.
+pub fn boolean(protocol: u8, value: bool) -> Frame {
+    if protocol == 2 {
+        Frame::Int(i64::from(value))
+    } else {
+        Frame::Bool(value)
+    }
+}
+
+/// [`boolean`] for each value.
+pub fn booleans(protocol: u8, values: &[bool]) -> Vec<Frame> {
+    values.iter().map(|&v| boolean(protocol, v)).collect()
+}
+
+/// The lines of BF.DEBUG.
+pub fn debug_lines(conn: &mut Conn, key: &str) -> Vec<String> {
+    conn.call(&["BF.DEBUG", key])
+        .items()
+        .iter()
+        .map(Frame::text)
+        .collect()
+}
+
+/// Adds `item:0`, `item:1`, ... until the filter counts `count` items (a rare false positive is
+/// not counted, so a few more names may be needed).
+pub fn fill(conn: &mut Conn, key: &str, count: i64) {
+    let mut index = 0;
+    while conn.call(&["BF.CARD", key]).int() < count {
+        conn.call(&["BF.ADD", key, &format!("item:{index}")]);
+        index += 1;
     }
 }
 

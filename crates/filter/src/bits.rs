@@ -12,6 +12,7 @@
 
 use bitvec::boxed::BitBox;
 use bitvec::order::Lsb0;
+use std::borrow::Cow;
 
 /// log2 of the bits in a full block.
 const BLOCK_BITS_LOG2: u32 = 27;
@@ -125,6 +126,56 @@ impl BitStore {
         self.pieces.iter().map(|piece| piece.as_raw_slice())
     }
 
+    /// The bytes `offset..offset + len` of the array (byte `i` holds bits `8i..8i+8`): borrowed
+    /// when they lie within one piece, copied otherwise; `None` past the end.
+    pub fn read_bytes(&self, offset: u64, len: usize) -> Option<Cow<'_, [u8]>> {
+        let end = offset.checked_add(len as u64)?;
+        if end > self.bits / 8 {
+            return None;
+        }
+        let mut copy: Option<Vec<u8>> = None;
+        let mut start = 0u64;
+        for piece in self.pieces() {
+            let piece_end = start + piece.len() as u64;
+            if offset >= start && end <= piece_end {
+                let from = (offset - start) as usize;
+                return Some(Cow::Borrowed(&piece[from..from + len]));
+            }
+            if offset < piece_end && end > start {
+                let from = offset.max(start) - start;
+                let to = end.min(piece_end) - start;
+                copy.get_or_insert_with(|| Vec::with_capacity(len))
+                    .extend_from_slice(&piece[from as usize..to as usize]);
+            }
+            start = piece_end;
+        }
+        Some(Cow::Owned(copy.unwrap_or_default()))
+    }
+
+    /// Overwrites the bytes from `offset` with `bytes`; false (and nothing written) if they do
+    /// not fit in the array.
+    pub fn write_bytes(&mut self, offset: u64, bytes: &[u8]) -> bool {
+        let Some(end) = offset.checked_add(bytes.len() as u64) else {
+            return false;
+        };
+        if end > self.bits / 8 {
+            return false;
+        }
+        let mut start = 0u64;
+        for piece in &mut self.pieces {
+            let raw = piece.as_raw_mut_slice();
+            let piece_end = start + raw.len() as u64;
+            if offset < piece_end && end > start {
+                let from = offset.max(start);
+                let to = end.min(piece_end);
+                raw[(from - start) as usize..(to - start) as usize]
+                    .copy_from_slice(&bytes[(from - offset) as usize..(to - offset) as usize]);
+            }
+            start = piece_end;
+        }
+        true
+    }
+
     /// Number of ones in the array.
     pub fn count_ones(&self) -> u64 {
         self.pieces.iter().map(|p| p.count_ones() as u64).sum()
@@ -235,6 +286,25 @@ mod tests {
         let mut swapped = pieces;
         swapped.swap(0, 1);
         assert_eq!(BitStore::from_pieces(960, swapped), None);
+    }
+
+    #[test]
+    fn byte_ranges_read_and_write_across_pieces() {
+        // 960 bits: pieces of 64, 32, 16 and 8 bytes.
+        let mut store = BitStore::zeroed(960).unwrap();
+        let pattern: Vec<u8> = (0..120u8).collect();
+        assert!(store.write_bytes(0, &pattern));
+        assert_eq!(store.read_bytes(0, 120).unwrap().as_ref(), &pattern[..]);
+        assert!(matches!(store.read_bytes(64, 32), Some(Cow::Borrowed(_))));
+        assert!(matches!(store.read_bytes(60, 8), Some(Cow::Owned(_))));
+        assert_eq!(store.read_bytes(60, 8).unwrap().as_ref(), &pattern[60..68]);
+        assert!(store.write_bytes(100, &[0xff; 20]));
+        assert_eq!(store.read_bytes(99, 3).unwrap().as_ref(), &[99, 0xff, 0xff]);
+        assert!(store.get(100 * 8) && store.get(959));
+        assert!(!store.write_bytes(110, &[0; 11]));
+        assert!(!store.write_bytes(u64::MAX, &[0; 2]));
+        assert_eq!(store.read_bytes(110, 11), None);
+        assert_eq!(store.read_bytes(120, 0).unwrap().as_ref(), &[] as &[u8]);
     }
 
     #[test]

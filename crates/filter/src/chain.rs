@@ -74,32 +74,13 @@ impl Chain {
     /// A chain rebuilt from stored sub-filters, checked against the growth rule: a fixed chain
     /// has one sub-filter; in a scaling chain each sub-filter has `expansion` times the capacity
     /// and half the error of the one before it, and only the newest may have room left.
-    pub fn from_parts(growth: Growth, filters: Vec<SubFilter>) -> Result<Chain, FilterError> {
+    pub fn from_parts(growth: Growth, mut filters: Vec<SubFilter>) -> Result<Chain, FilterError> {
+        filters.shrink_to_fit();
         if filters.is_empty() {
             return Err(FilterError::Corrupt("no sub-filters"));
         }
-        match growth {
-            Growth::Fixed if filters.len() != 1 => {
-                return Err(FilterError::Corrupt(
-                    "a non-scaling filter with several sub-filters",
-                ))
-            }
-            Growth::Fixed => {}
-            Growth::Scaling { expansion } => {
-                for pair in filters.windows(2) {
-                    let (older, newer) = (pair[0].shape(), pair[1].shape());
-                    if older.capacity.checked_mul(u64::from(expansion)) != Some(newer.capacity)
-                        || older.error / 2.0 != newer.error
-                    {
-                        return Err(FilterError::Corrupt(
-                            "sub-filters do not follow the growth rule",
-                        ));
-                    }
-                    if !pair[0].is_full() {
-                        return Err(FilterError::Corrupt("an older sub-filter is not full"));
-                    }
-                }
-            }
+        for pair in filters.windows(2) {
+            check_successor(growth, pair[0].shape(), pair[0].items(), pair[1].shape())?;
         }
         Ok(Chain { growth, filters })
     }
@@ -122,6 +103,11 @@ impl Chain {
     /// Total capacity of all sub-filters.
     pub fn capacity(&self) -> u64 {
         self.filters.iter().map(|f| f.shape().capacity).sum()
+    }
+
+    /// True when the next new item makes a scaling chain grow (its newest sub-filter is full).
+    pub fn must_grow(&self) -> bool {
+        matches!(self.growth, Growth::Scaling { .. }) && self.newest().is_full()
     }
 
     /// True if the item may have been added; false if it certainly was not.
@@ -178,6 +164,10 @@ impl Chain {
         Ok(())
     }
 
+    pub(crate) fn filter_mut(&mut self, index: usize) -> &mut SubFilter {
+        &mut self.filters[index]
+    }
+
     fn newest(&self) -> &SubFilter {
         // A chain always has at least one sub-filter: `new` makes one, `from_parts` demands one.
         &self.filters[self.filters.len() - 1]
@@ -214,6 +204,34 @@ impl Chain {
             filter.bits().visit_allocations(visit);
         }
     }
+}
+
+/// Checks that a stored sub-filter of shape `newer` may follow one of shape `older` holding
+/// `older_items` items: only scaling chains have more than one sub-filter, each has `expansion`
+/// times the capacity and half the error rate of the one before it, and a sub-filter is only
+/// followed once it is full.
+pub fn check_successor(
+    growth: Growth,
+    older: &Shape,
+    older_items: u64,
+    newer: &Shape,
+) -> Result<(), FilterError> {
+    let Growth::Scaling { expansion } = growth else {
+        return Err(FilterError::Corrupt(
+            "a non-scaling filter with several sub-filters",
+        ));
+    };
+    if older.capacity.checked_mul(u64::from(expansion)) != Some(newer.capacity)
+        || older.error / 2.0 != newer.error
+    {
+        return Err(FilterError::Corrupt(
+            "sub-filters do not follow the growth rule",
+        ));
+    }
+    if older_items < older.capacity {
+        return Err(FilterError::Corrupt("an older sub-filter is not full"));
+    }
+    Ok(())
 }
 
 /// The shape of the sub-filter that follows `newest` in a chain that grows by `growth`.

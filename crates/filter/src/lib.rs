@@ -7,14 +7,15 @@
 
 pub mod bits;
 pub mod chain;
+pub mod dump;
 pub mod hash;
 pub mod sizing;
 pub mod sub_filter;
 
-pub use chain::{Chain, Growth, MAX_EXPANSION};
+pub use chain::{check_successor, Chain, Growth, MAX_EXPANSION};
 pub use hash::ItemHash;
 pub use sizing::Shape;
-pub use sub_filter::SubFilter;
+pub use sub_filter::{check_stored, SubFilter};
 
 /// Why a filter could not be made, grown, added to or rebuilt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

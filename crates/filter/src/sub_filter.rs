@@ -24,26 +24,25 @@ impl SubFilter {
         })
     }
 
-    /// A sub-filter rebuilt from stored parts, checked for consistency: the hash count and bit
-    /// count must be the ones the sizing gives for the capacity and error, and the item count
-    /// cannot exceed the capacity.
+    /// A sub-filter rebuilt from stored parts, checked by [`check_stored`]; the bit array must
+    /// have the shape's bit count.
     pub fn from_parts(shape: Shape, items: u64, bits: BitStore) -> Result<SubFilter, FilterError> {
-        let expected = Shape::new(shape.capacity, shape.error)
-            .map_err(|_| FilterError::Corrupt("sub-filter capacity or error rate"))?;
-        if expected.hash_count != shape.hash_count {
-            return Err(FilterError::Corrupt(
-                "hash count does not match the error rate",
-            ));
-        }
-        if expected.bits != shape.bits || bits.bits() != shape.bits {
-            return Err(FilterError::Corrupt(
-                "bit count does not match the capacity",
-            ));
-        }
-        if items > shape.capacity {
-            return Err(FilterError::Corrupt("more items than capacity"));
+        check_stored(&shape, items)?;
+        if bits.bits() != shape.bits {
+            return Err(FilterError::Corrupt("bit array of the wrong size"));
         }
         Ok(SubFilter { shape, items, bits })
+    }
+
+    /// The same sub-filter claiming `items` items (for one rebuilt from a dump header).
+    pub(crate) fn with_items(mut self, items: u64) -> SubFilter {
+        self.items = items;
+        self
+    }
+
+    /// The bit array, to fill from a dump.
+    pub(crate) fn bits_mut(&mut self) -> &mut BitStore {
+        &mut self.bits
     }
 
     /// The sub-filter's shape.
@@ -81,4 +80,26 @@ impl SubFilter {
         }
         self.items += 1;
     }
+}
+
+/// Checks a stored sub-filter before anything is allocated for it: its hash count and bit count
+/// must be the ones the sizing gives for its capacity and error rate, and it cannot hold more
+/// items than its capacity.
+pub fn check_stored(shape: &Shape, items: u64) -> Result<(), FilterError> {
+    let expected = Shape::new(shape.capacity, shape.error)
+        .map_err(|_| FilterError::Corrupt("sub-filter capacity or error rate out of range"))?;
+    if expected.hash_count != shape.hash_count {
+        return Err(FilterError::Corrupt(
+            "hash count does not match the error rate",
+        ));
+    }
+    if expected.bits != shape.bits {
+        return Err(FilterError::Corrupt(
+            "bit count does not match the capacity",
+        ));
+    }
+    if items > shape.capacity {
+        return Err(FilterError::Corrupt("more items than capacity"));
+    }
+    Ok(())
 }

@@ -1,0 +1,347 @@
+//! The dump format: how a chain travels as `BF.SCANDUMP` chunks, `BF.LOADCHUNK` arguments and AOF
+//! rewrites, in pieces small enough for any bulk string.
+//!
+//! A dump is a header chunk, then data chunks. The header (little-endian):
+//!
+//! ```text
+//! 8 bytes  magic "redis-bf"
+//! u32      format version (1)
+//! u32      hash family (0: xxh3-128, the probe sequence of `hash`)
+//! u32      expansion (0: NONSCALING)
+//! u32      number of sub-filters, n >= 1
+//! n times  u64 capacity, f64 error rate, u32 hash count, u64 bits, u64 items  (36 bytes)
+//! ```
+//!
+//! The data is every sub-filter's bit array, oldest first, concatenated: the *dump bytes*. It is cut
+//! into chunks that start where a sub-filter starts and every [`CHUNK_BYTES`] after that, so that
+//! no chunk spans two sub-filters or passes 16 MiB. Iterators follow RedisBloom's arithmetic: the
+//! header comes with iterator 1; a chunk at offset `o` of length `len` comes with `o + len + 1`,
+//! and `BF.LOADCHUNK` recovers the offset as `iterator - len - 1`.
+//!
+//! Everything is checked before anything is allocated: a header must describe exactly what the
+//! sizing and the growth rule would have built, and a data chunk must fill exactly one chunk slot.
+
+use crate::bits::BLOCK_BYTES;
+use crate::chain::check_successor;
+use crate::sub_filter::check_stored;
+use crate::{Chain, FilterError, Growth, Shape, SubFilter};
+use std::borrow::Cow;
+
+/// The first bytes of a header.
+pub const MAGIC: [u8; 8] = *b"redis-bf";
+/// The header layout version this code writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Hash family 0: xxh3-128 and the probe sequence of `crate::hash`.
+pub const HASH_FAMILY_XXH3: u32 = 0;
+/// The largest data chunk.
+pub const CHUNK_BYTES: u64 = BLOCK_BYTES as u64;
+
+const FIXED_LEN: usize = 8 + 4 * 4;
+const ENTRY_LEN: usize = 8 + 8 + 4 + 8 + 8;
+
+/// The header chunk of a chain's dump.
+pub fn header(chain: &Chain) -> Vec<u8> {
+    let mut out = Vec::with_capacity(FIXED_LEN + ENTRY_LEN * chain.filters().len());
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&HASH_FAMILY_XXH3.to_le_bytes());
+    let expansion = match chain.growth() {
+        Growth::Scaling { expansion } => expansion,
+        Growth::Fixed => 0,
+    };
+    out.extend_from_slice(&expansion.to_le_bytes());
+    out.extend_from_slice(&(chain.filters().len() as u32).to_le_bytes());
+    for filter in chain.filters() {
+        let shape = filter.shape();
+        out.extend_from_slice(&shape.capacity.to_le_bytes());
+        out.extend_from_slice(&shape.error.to_bits().to_le_bytes());
+        out.extend_from_slice(&shape.hash_count.to_le_bytes());
+        out.extend_from_slice(&shape.bits.to_le_bytes());
+        out.extend_from_slice(&filter.items().to_le_bytes());
+    }
+    out
+}
+
+/// A header that passed every check: the chain it describes, not yet allocated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    growth: Growth,
+    filters: Vec<(Shape, u64)>,
+}
+
+/// Reads little-endian numbers off the front of a byte slice.
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], FilterError> {
+        let (head, rest) = self
+            .0
+            .split_first_chunk::<N>()
+            .ok_or(FilterError::Corrupt("header ends early"))?;
+        self.0 = rest;
+        Ok(*head)
+    }
+
+    fn u32(&mut self) -> Result<u32, FilterError> {
+        Ok(u32::from_le_bytes(self.take()?))
+    }
+
+    fn u64(&mut self) -> Result<u64, FilterError> {
+        Ok(u64::from_le_bytes(self.take()?))
+    }
+}
+
+impl Header {
+    /// Parses and checks a header chunk. Allocates nothing beyond one entry per 36 bytes of
+    /// input.
+    pub fn parse(bytes: &[u8]) -> Result<Header, FilterError> {
+        let mut reader = Reader(bytes);
+        if reader.take::<8>()? != MAGIC {
+            return Err(FilterError::Corrupt("not a redis-bf dump header"));
+        }
+        if reader.u32()? != FORMAT_VERSION {
+            return Err(FilterError::Corrupt("unknown dump format version"));
+        }
+        if reader.u32()? != HASH_FAMILY_XXH3 {
+            return Err(FilterError::Corrupt("unknown hash family"));
+        }
+        let growth = match reader.u32()? {
+            0 => Growth::Fixed,
+            expansion => Growth::scaling(u64::from(expansion))
+                .map_err(|_| FilterError::Corrupt("expansion out of range"))?,
+        };
+        let count = reader.u32()? as usize;
+        if count == 0 {
+            return Err(FilterError::Corrupt("no sub-filters"));
+        }
+        if reader.0.len() != count.saturating_mul(ENTRY_LEN) {
+            return Err(FilterError::Corrupt(
+                "header length does not match its sub-filter count",
+            ));
+        }
+        let mut filters: Vec<(Shape, u64)> = Vec::with_capacity(count);
+        for _ in 0..count {
+            let shape = Shape {
+                capacity: reader.u64()?,
+                error: f64::from_bits(reader.u64()?),
+                hash_count: reader.u32()?,
+                bits: reader.u64()?,
+            };
+            let items = reader.u64()?;
+            check_stored(&shape, items)?;
+            if let Some((older, older_items)) = filters.last() {
+                check_successor(growth, older, *older_items, &shape)?;
+            }
+            filters.push((shape, items));
+        }
+        Ok(Header { growth, filters })
+    }
+
+    /// Bytes the described chain will take (what `bf.max-filter-bytes` bounds).
+    pub fn planned_bytes(&self) -> u64 {
+        Chain::planned_bytes(self.filters.iter().map(|(shape, _)| shape))
+    }
+
+    /// The described chain, with its item counts and every bit zero, ready for its chunks.
+    pub fn into_chain(self) -> Result<Chain, FilterError> {
+        let filters = self
+            .filters
+            .into_iter()
+            .map(|(shape, items)| SubFilter::new(shape).map(|filter| filter.with_items(items)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Chain::from_parts(self.growth, filters)
+    }
+}
+
+impl Chain {
+    /// Length of the dump bytes: every sub-filter's bit array.
+    pub fn dump_len(&self) -> u64 {
+        self.filters().iter().map(|f| f.shape().bit_bytes()).sum()
+    }
+
+    /// The chunk slot at dump offset `offset`: the sub-filter, the offset in its bit array and
+    /// the chunk's length. `None` unless a chunk starts exactly there.
+    fn chunk_slot(&self, offset: u64) -> Option<(usize, u64, usize)> {
+        let mut start = 0u64;
+        for (index, filter) in self.filters().iter().enumerate() {
+            let len = filter.shape().bit_bytes();
+            if offset < start + len {
+                let within = offset - start;
+                if !within.is_multiple_of(CHUNK_BYTES) {
+                    return None;
+                }
+                let chunk = (len - within).min(CHUNK_BYTES) as usize;
+                return Some((index, within, chunk));
+            }
+            start += len;
+        }
+        None
+    }
+
+    /// The data chunk at dump offset `offset`, as BF.SCANDUMP hands it out; `None` unless a chunk
+    /// starts there (the end of the dump included).
+    pub fn chunk(&self, offset: u64) -> Option<Cow<'_, [u8]>> {
+        let (index, within, len) = self.chunk_slot(offset)?;
+        self.filters()[index].bits().read_bytes(within, len)
+    }
+
+    /// Writes a data chunk at dump offset `offset`. The chunk must fill exactly one chunk slot;
+    /// otherwise nothing is written.
+    pub fn load_chunk(&mut self, offset: u64, bytes: &[u8]) -> Result<(), FilterError> {
+        match self.chunk_slot(offset) {
+            Some((index, within, len)) if len == bytes.len() => {
+                if self.filter_mut(index).bits_mut().write_bytes(within, bytes) {
+                    Ok(())
+                } else {
+                    Err(FilterError::Corrupt("chunk outside its sub-filter"))
+                }
+            }
+            Some(_) => Err(FilterError::Corrupt("chunk length does not match its slot")),
+            None => Err(FilterError::Corrupt("no chunk starts at this offset")),
+        }
+    }
+}
+
+/// The iterator BF.SCANDUMP returns with a data chunk at `offset` of `len` bytes.
+pub fn next_iterator(offset: u64, len: usize) -> u64 {
+    offset + len as u64 + 1
+}
+
+/// The dump offset of a chunk BF.LOADCHUNK receives with `iterator`; `None` if impossible.
+pub fn chunk_offset(iterator: u64, len: usize) -> Option<u64> {
+    iterator.checked_sub(len as u64)?.checked_sub(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filled(capacity: u64, growth: Growth, items: u32) -> Chain {
+        let mut chain = Chain::new(capacity, 0.01, growth, u64::MAX).unwrap();
+        for i in 0..items {
+            chain.add(&i.to_le_bytes(), u64::MAX).unwrap();
+        }
+        chain
+    }
+
+    /// Dumps a chain the way SCANDUMP would and loads it the way LOADCHUNK would.
+    fn round_trip(chain: &Chain) -> Chain {
+        let mut loaded = Header::parse(&header(chain)).unwrap().into_chain().unwrap();
+        let mut iterator = 1;
+        let mut chunks = 0;
+        while let Some(chunk) = chain.chunk(iterator - 1) {
+            if chunk.is_empty() {
+                break;
+            }
+            let next = next_iterator(iterator - 1, chunk.len());
+            let offset = chunk_offset(next, chunk.len()).unwrap();
+            loaded.load_chunk(offset, &chunk).unwrap();
+            iterator = next;
+            chunks += 1;
+        }
+        assert_eq!(iterator - 1, chain.dump_len());
+        assert!(chunks >= chain.filters().len());
+        loaded
+    }
+
+    #[test]
+    fn dumps_load_back_bit_identically() {
+        for chain in [
+            filled(100, Growth::Scaling { expansion: 2 }, 0),
+            filled(10, Growth::Scaling { expansion: 2 }, 300),
+            filled(10, Growth::Scaling { expansion: 1 }, 60),
+            filled(1000, Growth::Fixed, 1000),
+        ] {
+            assert_eq!(round_trip(&chain), chain);
+        }
+    }
+
+    #[test]
+    fn chunks_never_pass_16_mib_or_span_two_sub_filters() {
+        // 20 million items at 1%: a first sub-filter of 27.6 MB, cut into 16 MiB and the rest.
+        let mut chain =
+            Chain::new(20_000_000, 0.01, Growth::Scaling { expansion: 2 }, u64::MAX).unwrap();
+        let first = chain.filters()[0].shape().bit_bytes();
+        assert_eq!(chain.chunk(0).unwrap().len() as u64, CHUNK_BYTES);
+        assert!(matches!(chain.chunk(0), Some(Cow::Borrowed(_))));
+        assert_eq!(
+            chain.chunk(CHUNK_BYTES).unwrap().len() as u64,
+            first - CHUNK_BYTES
+        );
+        assert!(chain.chunk(1).is_none());
+        assert!(chain.chunk(first).is_none());
+        chain.add(b"x", u64::MAX).unwrap();
+        assert_eq!(round_trip(&chain), chain);
+    }
+
+    #[test]
+    fn chunks_must_fill_their_slot_exactly() {
+        let mut chain = filled(100, Growth::Scaling { expansion: 2 }, 10);
+        let before = chain.clone();
+        let len = chain.dump_len() as usize;
+        assert!(chain.load_chunk(0, &vec![0xff; len - 1]).is_err());
+        assert!(chain.load_chunk(0, &vec![0xff; len + 1]).is_err());
+        assert!(chain.load_chunk(8, &vec![0xff; len - 8]).is_err());
+        assert!(chain.load_chunk(u64::MAX, &[0xff]).is_err());
+        assert_eq!(chain, before);
+        assert_eq!(chunk_offset(5, 10), None);
+        assert_eq!(chunk_offset(11, 10), Some(0));
+    }
+
+    #[test]
+    fn headers_are_checked_field_by_field() {
+        let chain = filled(10, Growth::Scaling { expansion: 2 }, 100);
+        let good = header(&chain);
+        assert!(Header::parse(&good).is_ok());
+        assert_eq!(
+            Header::parse(&good).unwrap().planned_bytes(),
+            chain.planned_size()
+        );
+        let patched = |at: usize, bytes: &[u8]| {
+            let mut forged = good.clone();
+            forged[at..at + bytes.len()].copy_from_slice(bytes);
+            Header::parse(&forged)
+        };
+        let entry = |i: usize, field: usize| FIXED_LEN + i * ENTRY_LEN + field;
+        let cases: Vec<(&str, Result<Header, FilterError>)> = vec![
+            ("magic", patched(0, b"RedisBF!")),
+            ("version", patched(8, &2u32.to_le_bytes())),
+            ("family", patched(12, &1u32.to_le_bytes())),
+            (
+                "expansion over the bound",
+                patched(16, &40000u32.to_le_bytes()),
+            ),
+            (
+                "expansion not the one used",
+                patched(16, &3u32.to_le_bytes()),
+            ),
+            ("nonscaling with several", patched(16, &0u32.to_le_bytes())),
+            ("count zero", patched(20, &0u32.to_le_bytes())),
+            ("count too high", patched(20, &9u32.to_le_bytes())),
+            ("capacity", patched(entry(0, 0), &11u64.to_le_bytes())),
+            (
+                "error",
+                patched(entry(0, 8), &0.02f64.to_bits().to_le_bytes()),
+            ),
+            (
+                "error nan",
+                patched(entry(0, 8), &f64::NAN.to_bits().to_le_bytes()),
+            ),
+            ("hashes", patched(entry(0, 16), &9u32.to_le_bytes())),
+            ("bits", patched(entry(0, 20), &192u64.to_le_bytes())),
+            (
+                "items over capacity",
+                patched(entry(0, 28), &11u64.to_le_bytes()),
+            ),
+            ("older not full", patched(entry(0, 28), &9u64.to_le_bytes())),
+            ("truncated", Header::parse(&good[..good.len() - 1])),
+            ("empty", Header::parse(&[])),
+        ];
+        for (what, parsed) in cases {
+            assert!(parsed.is_err(), "{what} was accepted");
+        }
+        let mut longer = good.clone();
+        longer.push(0);
+        assert!(Header::parse(&longer).is_err());
+    }
+}

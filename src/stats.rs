@@ -1,0 +1,72 @@
+//! What `INFO bf` reports: the filters in the keyspace, the bytes they occupy, and counts of item
+//! adds, item lookups and error replies since the server started.
+//!
+//! Filters are counted where they enter the keyspace (created by a command, loaded from RDB or
+//! RESTORE, copied) and where they leave it (freed, possibly on a lazy-free thread: hence atomics).
+
+use crate::datatype::memory_usage;
+use bf_filter::Chain;
+use redis_module::raw;
+use std::os::raw::c_int;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+static FILTERS: AtomicI64 = AtomicI64::new(0);
+static BYTES: AtomicI64 = AtomicI64::new(0);
+static ADDS: AtomicU64 = AtomicU64::new(0);
+static LOOKUPS: AtomicU64 = AtomicU64::new(0);
+static ERRORS: AtomicU64 = AtomicU64::new(0);
+
+/// A filter entered the keyspace.
+pub fn filter_added(chain: &Chain) {
+    FILTERS.fetch_add(1, Ordering::Relaxed);
+    BYTES.fetch_add(memory_usage(chain) as i64, Ordering::Relaxed);
+}
+
+/// A filter is being freed.
+pub fn filter_freed(chain: &Chain) {
+    FILTERS.fetch_sub(1, Ordering::Relaxed);
+    BYTES.fetch_sub(memory_usage(chain) as i64, Ordering::Relaxed);
+}
+
+/// A filter's size changed (it grew) from `before` bytes.
+pub fn filter_resized(before: usize, chain: &Chain) {
+    BYTES.fetch_add(
+        memory_usage(chain) as i64 - before as i64,
+        Ordering::Relaxed,
+    );
+}
+
+/// `count` items went through an add command.
+pub fn items_added(count: usize) {
+    ADDS.fetch_add(count as u64, Ordering::Relaxed);
+}
+
+/// `count` items were looked up.
+pub fn items_looked_up(count: usize) {
+    LOOKUPS.fetch_add(count as u64, Ordering::Relaxed);
+}
+
+/// A BF command answered with an error (a whole reply or an array element).
+pub fn error_replied() {
+    ERRORS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The INFO callback: section `bf`, fields `bf_filters`, `bf_bytes`, `bf_adds`, `bf_lookups`,
+/// `bf_errors`.
+pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+    let fields: [(&std::ffi::CStr, i64); 5] = [
+        (c"filters", FILTERS.load(Ordering::Relaxed)),
+        (c"bytes", BYTES.load(Ordering::Relaxed)),
+        (c"adds", ADDS.load(Ordering::Relaxed) as i64),
+        (c"lookups", LOOKUPS.load(Ordering::Relaxed) as i64),
+        (c"errors", ERRORS.load(Ordering::Relaxed) as i64),
+    ];
+    // SAFETY: the server's INFO context; an empty section name means the module's own section,
+    // and field names are prefixed with the module name by the server.
+    unsafe {
+        raw::RedisModule_InfoAddSection.unwrap()(ctx, c"".as_ptr());
+        for (name, value) in fields {
+            raw::RedisModule_InfoAddFieldLongLong.unwrap()(ctx, name.as_ptr(), value);
+        }
+    }
+}
