@@ -287,7 +287,7 @@ fn a_filter_over_one_gib_is_refused_and_the_server_lives() {
     assert_eq!(
         conn.call(&["BF.RESERVE", "huge", "0.01", "10000000000000"]),
         Frame::error(
-            "ERR filter would use 13784704919168 bytes, over bf.max-filter-bytes (1073741824)"
+            "ERR filter would use 13784704919192 bytes, over bf.max-filter-bytes (1073741824)"
         )
     );
     assert_eq!(
@@ -535,18 +535,22 @@ fn memory_usage_is_within_one_percent_of_what_the_allocator_charged() {
     );
 }
 
-/// Byte lengths of the pieces a bit array of `bits` bits is saved in: the 16 MiB blocks, then the
-/// rest by its binary digits, largest first.
+/// Byte lengths of the pieces a bit array of `bits` bits is saved in (the layout of
+/// `bf_filter::bits`): equal strides of the largest power of two up to an eighth of the array
+/// (256 bytes to 16 MiB), then the remainder's binary digits from 128 bytes up, then the rest.
 fn bf_pieces(bits: u64) -> Vec<usize> {
-    let bytes = (bits / 8) as usize;
-    let mut pieces = vec![16 << 20; bytes >> 24];
-    let tail = bytes & ((16 << 20) - 1);
+    let stride = (63 - (bits / 8).max(1).leading_zeros()).clamp(11, 27);
+    let mut pieces = vec![1usize << (stride - 3); (bits >> stride) as usize];
+    let tail = bits & ((1 << stride) - 1);
     pieces.extend(
-        (3..24)
+        (10..stride)
             .rev()
-            .map(|log2| 1usize << log2)
-            .filter(|piece| tail & piece != 0),
+            .filter(|d| tail & (1 << d) != 0)
+            .map(|d| 1usize << (d - 3)),
     );
+    if tail & 1023 != 0 {
+        pieces.push((tail & 1023) as usize / 8);
+    }
     pieces
 }
 
@@ -562,7 +566,7 @@ fn envelope(conn: &mut common::Conn) -> (Envelope, Vec<u8>) {
 }
 
 /// The fields of a valid one-sub-filter chain: 100 items at 0.5% (a scaling chain made with
-/// p = 1%), with `pieces` as its bit array.
+/// p = 1%), with an empty bit array.
 fn valid_fields(items: u64) -> Vec<Field> {
     // 100 items at 0.005: 1102.9 bits -> 1152, 8 hashes; pieces of 128 + 16 bytes.
     vec![

@@ -146,32 +146,35 @@ fn add_items(
     if answer == Answer::Each {
         call.reply_array_open();
     }
-    // The bytes before the first growth, measured only when a growth may come (it is the only
-    // change of size).
-    let mut bytes_before = None;
+    let items = first_item..args.len();
+    // Growth is the only change of size: measure the bytes before it only when it may come.
+    let bytes_before = chain
+        .may_grow_within(items.len() as u64)
+        .then(|| memory_usage(chain));
     let mut added_any = false;
     // Items before `end` were applied; an error stops the command at its item.
     let mut end = args.len();
-    for index in first_item..args.len() {
-        if bytes_before.is_none() && chain.must_grow() {
-            bytes_before = Some(memory_usage(chain));
+    let mut refused = None;
+    let mut index = first_item;
+    chain.add_many(items.map(|i| args.get(i)), limit, |result| match result {
+        Ok(added) => {
+            added_any |= added;
+            call.reply_bool(added);
+            index += 1;
+            true
         }
-        match chain.add(args.get(index), limit) {
-            Ok(added) => {
-                added_any |= added;
-                call.reply_bool(added);
-            }
-            Err(err) => {
-                end = index;
-                let err = BfError::from_filter(err, limit);
-                if answer == Answer::One {
-                    stats::items_added(end - first_item);
-                    return Err(err);
-                }
-                call.reply_error(&err);
-                break;
-            }
+        Err(err) => {
+            end = index;
+            refused = Some(BfError::from_filter(err, limit));
+            false
         }
+    });
+    if let Some(err) = refused {
+        if answer == Answer::One {
+            stats::items_added(end - first_item);
+            return Err(err);
+        }
+        call.reply_error(&err);
     }
     if answer == Answer::Each {
         call.end_array();

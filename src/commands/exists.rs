@@ -23,8 +23,11 @@ pub fn mexists(call: &Call) -> Result<(), BfError> {
     let args = call.args();
     call.reply_array(args.len() - 2);
     stats::items_looked_up(args.len() - 2);
-    for index in 2..args.len() {
-        call.reply_bool(filter.is_some_and(|chain| chain.contains(args.get(index))));
+    match filter {
+        Some(chain) => chain.contains_many((2..args.len()).map(|i| args.get(i)), |found| {
+            call.reply_bool(found)
+        }),
+        None => (2..args.len()).for_each(|_| call.reply_bool(false)),
     }
     Ok(())
 }

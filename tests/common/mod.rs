@@ -285,6 +285,18 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            // Say what the server was doing when the test failed: whether it was still running,
+            // and the end of its log (kept in its directory).
+            let status = self.child.as_mut().map(|child| child.try_wait());
+            let log = self.log();
+            let tail: Vec<&str> = log.lines().rev().take(15).collect();
+            eprintln!(
+                "server on port {} (process state {status:?}), last log lines:\n{}",
+                self.port,
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
         self.kill();
         if !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);

@@ -1,11 +1,16 @@
 //! The bit array of one sub-filter, stored as pieces whose sizes the allocator serves exactly.
 //!
-//! A sub-filter of `bits` bits (a multiple of 64) is kept as `bits >> 27` full blocks of 16 MiB,
-//! then the remainder split by its binary digits into pieces of 8 MiB, 4 MiB, ... 8 bytes, largest
-//! first. Every piece is a power of two, a size jemalloc (Redis's allocator) hands out without
-//! rounding up, so the memory a filter costs is its bit count / 8 plus a little bookkeeping, where
-//! one contiguous array would be charged up to 25% more by the next size class. Full blocks also make
-//! big filters load and move in 16 MiB steps, each allocated only when its bytes arrive.
+//! A sub-filter of `bits` bits (a multiple of 64) is kept as equal pieces of a power-of-two size,
+//! the *stride* (the largest power of two up to an eighth of the array, between 256 bytes and
+//! 16 MiB), then the remainder: one piece per binary digit of it from 128 bytes up, and one piece
+//! for what is left below 128 bytes. Jemalloc (Redis's allocator) hands out powers of two, and every
+//! multiple of 16 bytes below 128, without rounding up, so a filter costs its bit count / 8 plus a
+//! little bookkeeping (under 1% plus 512 bytes per sub-filter), where one contiguous array would be
+//! charged up to 25% more by the next size class. Big filters also load and move piece by piece,
+//! each allocated only when its bytes arrive.
+//!
+//! Finding a bit is a shift and a mask in the equal pieces (at least 7/8 of any array over 2 KiB),
+//! and a table lookup in the remainder.
 //!
 //! Bit `i` of the array is bit `i % 8` (least significant first) of byte `i / 8` of the concatenated
 //! pieces: the same layout on every platform, and RedisBloom's.
@@ -14,18 +19,108 @@ use bitvec::boxed::BitBox;
 use bitvec::order::Lsb0;
 use std::borrow::Cow;
 
-/// log2 of the bits in a full block.
-const BLOCK_BITS_LOG2: u32 = 27;
-/// Bytes in a full block: the largest piece, and the largest chunk a filter is moved in.
-pub const BLOCK_BYTES: usize = 1 << (BLOCK_BITS_LOG2 - 3);
-/// log2 of the smallest piece, in bits (one 64-bit word).
-const WORD_BITS_LOG2: u32 = 6;
+/// log2 of the largest stride, in bits (16 MiB).
+const MAX_STRIDE_LOG2: u32 = 27;
+/// log2 of the smallest stride, in bits (256 bytes).
+const MIN_STRIDE_LOG2: u32 = 11;
+/// log2 of the size, in bits, below which the remainder's binary digits share one piece (128
+/// bytes: below it jemalloc serves every multiple of 16 bytes exactly).
+const MERGED_LOG2: u32 = 10;
+/// The largest piece, in bytes.
+pub const MAX_PIECE_BYTES: usize = 1 << (MAX_STRIDE_LOG2 - 3);
 
 /// A fixed-size array of bits, all zero at first.
 #[derive(Clone, PartialEq, Eq)]
 pub struct BitStore {
     bits: u64,
     pieces: Vec<BitBox<u8, Lsb0>>,
+    /// Where each bit lives, precomputed from `bits` because it is needed on every probe.
+    layout: Layout,
+}
+
+/// log2 of the stride, in bits, of an array of `bits` bits.
+fn stride_log2(bits: u64) -> u32 {
+    let eighth = bits >> 3;
+    let log2 = 63u32.saturating_sub(eighth.leading_zeros());
+    log2.clamp(MIN_STRIDE_LOG2, MAX_STRIDE_LOG2)
+}
+
+/// The byte lengths of the pieces that hold `bits` bits, in order.
+pub fn piece_lengths(bits: u64) -> impl Iterator<Item = usize> {
+    let stride = stride_log2(bits);
+    let full = bits >> stride;
+    let tail = bits & ((1 << stride) - 1);
+    let strides = (0..full).map(move |_| 1usize << (stride - 3));
+    let digits = (MERGED_LOG2..stride)
+        .rev()
+        .filter(move |&log2| tail & (1 << log2) != 0)
+        .map(|log2| 1usize << (log2 - 3));
+    let low = tail & ((1 << MERGED_LOG2) - 1);
+    let merged = (low > 0).then_some((low / 8) as usize);
+    strides.chain(digits).chain(merged)
+}
+
+/// The addressing of an array of a given bit count.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Layout {
+    /// Bits held by the equal pieces.
+    stride_region: u64,
+    stride_log2: u32,
+    /// For each binary digit of the remainder, its piece, counted from the remainder's first;
+    /// every digit below `MERGED_LOG2` names the merged piece.
+    tail_piece: [u8; MAX_STRIDE_LOG2 as usize],
+}
+
+impl Layout {
+    fn of(bits: u64) -> Layout {
+        let stride_log2 = stride_log2(bits);
+        let stride_region = bits & !((1 << stride_log2) - 1);
+        let tail = bits - stride_region;
+        let mut tail_piece = [0; MAX_STRIDE_LOG2 as usize];
+        let mut piece = 0;
+        for digit in (MERGED_LOG2..stride_log2).rev() {
+            if tail & (1 << digit) != 0 {
+                tail_piece[digit as usize] = piece;
+                piece += 1;
+            }
+        }
+        tail_piece[..MERGED_LOG2 as usize].fill(piece);
+        Layout {
+            stride_region,
+            stride_log2,
+            tail_piece,
+        }
+    }
+
+    /// Which piece holds bit `index` of an array of `bits` bits, and at which bit offset in it.
+    #[inline(always)]
+    fn locate(&self, bits: u64, index: u64) -> (usize, usize) {
+        if index < self.stride_region {
+            let mask = (1 << self.stride_log2) - 1;
+            return (
+                (index >> self.stride_log2) as usize,
+                (index & mask) as usize,
+            );
+        }
+        // In the remainder: its pieces follow its binary digits, largest first, so the piece
+        // holding offset t is the one for the highest bit where t and the remainder's length
+        // differ (the length has a 1 there, t a 0, and they agree above it); below 128 bytes,
+        // the merged piece.
+        let tail = bits - self.stride_region;
+        let offset = index - self.stride_region;
+        let digit = 63 - (offset ^ tail).leading_zeros() as usize;
+        let digit = digit.min(MAX_STRIDE_LOG2 as usize - 1);
+        let first = (self.stride_region >> self.stride_log2) as usize;
+        let width = if digit < MERGED_LOG2 as usize {
+            MERGED_LOG2 as usize
+        } else {
+            digit
+        };
+        (
+            first + usize::from(self.tail_piece[digit]),
+            (offset & ((1 << width) - 1)) as usize,
+        )
+    }
 }
 
 impl std::fmt::Debug for BitStore {
@@ -37,36 +132,24 @@ impl std::fmt::Debug for BitStore {
     }
 }
 
-/// The byte lengths of the pieces that hold `bits` bits, in order.
-pub fn piece_lengths(bits: u64) -> impl Iterator<Item = usize> {
-    let full_blocks = bits >> BLOCK_BITS_LOG2;
-    let tail = bits & ((1 << BLOCK_BITS_LOG2) - 1);
-    let blocks = (0..full_blocks).map(|_| BLOCK_BYTES);
-    let tail_pieces = (WORD_BITS_LOG2..BLOCK_BITS_LOG2)
-        .rev()
-        .filter(move |&log2| tail & (1 << log2) != 0)
-        .map(|log2| 1usize << (log2 - 3));
-    blocks.chain(tail_pieces)
+/// Which piece holds bit `index` of an array of `bits` bits, and at which bit offset in it.
+#[cfg(test)]
+fn locate(bits: u64, index: u64) -> (usize, usize) {
+    Layout::of(bits).locate(bits, index)
 }
 
-/// Which piece holds bit `index` of an array of `bits` bits, and at which bit offset in it.
-#[inline]
-fn locate(bits: u64, index: u64) -> (usize, usize) {
-    let block_region = bits & !((1 << BLOCK_BITS_LOG2) - 1);
-    if index < block_region {
-        return (
-            (index >> BLOCK_BITS_LOG2) as usize,
-            (index & ((1 << BLOCK_BITS_LOG2) - 1)) as usize,
+/// A hint to load the cache line holding `byte`; a no-op where the target has no such hint.
+#[inline(always)]
+fn prefetch_byte(byte: &u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch only hints the cache; `byte` is a valid reference anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (byte as *const u8).cast::<i8>(),
         );
     }
-    // In the tail: the pieces follow the tail's binary digits, largest first, so the piece holding
-    // offset t is the one for the highest bit where t and the tail length differ (the tail has a 1
-    // there, t a 0, and they agree above it).
-    let tail = bits - block_region;
-    let offset = index - block_region;
-    let digit = 63 - (offset ^ tail).leading_zeros();
-    let piece = (block_region >> BLOCK_BITS_LOG2) + u64::from((tail >> digit >> 1).count_ones());
-    (piece as usize, (offset & ((1 << digit) - 1)) as usize)
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = byte;
 }
 
 /// Checks that a bit count can be stored: positive and a multiple of 64.
@@ -88,7 +171,11 @@ impl BitStore {
             piece_lengths(bits)
                 .map(|len| BitBox::from_boxed_slice(vec![0u8; len].into_boxed_slice())),
         );
-        Some(BitStore { bits, pieces })
+        Some(BitStore {
+            bits,
+            pieces,
+            layout: Layout::of(bits),
+        })
     }
 
     /// Rebuilds an array from its pieces' bytes, as [`BitStore::pieces`] gave them; `None` if the
@@ -99,7 +186,11 @@ impl BitStore {
         }
         let mut pieces: Vec<_> = pieces.into_iter().map(BitBox::from_boxed_slice).collect();
         pieces.shrink_to_fit();
-        Some(BitStore { bits, pieces })
+        Some(BitStore {
+            bits,
+            pieces,
+            layout: Layout::of(bits),
+        })
     }
 
     /// Number of bits.
@@ -110,15 +201,24 @@ impl BitStore {
     /// Reads bit `index`; `index` must be below [`BitStore::bits`].
     #[inline]
     pub fn get(&self, index: u64) -> bool {
-        let (piece, offset) = locate(self.bits, index);
-        self.pieces[piece][offset]
+        let (piece, offset) = self.layout.locate(self.bits, index);
+        // The raw bytes rather than bitvec's indexing: the same bit, with less arithmetic on the
+        // hottest path of every command.
+        self.pieces[piece].as_raw_slice()[offset >> 3] >> (offset & 7) & 1 == 1
     }
 
     /// Sets bit `index` to one; `index` must be below [`BitStore::bits`].
     #[inline]
     pub fn set(&mut self, index: u64) {
-        let (piece, offset) = locate(self.bits, index);
-        self.pieces[piece].set(offset, true);
+        let (piece, offset) = self.layout.locate(self.bits, index);
+        self.pieces[piece].as_raw_mut_slice()[offset >> 3] |= 1 << (offset & 7);
+    }
+
+    /// Asks the CPU to bring the cache line of bit `index` in, without waiting for it.
+    #[inline]
+    pub fn prefetch(&self, index: u64) {
+        let (piece, offset) = self.layout.locate(self.bits, index);
+        prefetch_byte(&self.pieces[piece].as_raw_slice()[offset >> 3]);
     }
 
     /// The pieces' bytes in order; concatenated, they are the whole array.
@@ -206,23 +306,43 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pieces_are_full_blocks_then_the_tail_by_binary_digits() {
+    fn pieces_are_equal_strides_then_the_remainder_by_binary_digits() {
+        // Small arrays: under 256 bytes, one merged piece; then 256-byte strides.
         assert_eq!(piece_lengths(64).collect::<Vec<_>>(), [8]);
-        assert_eq!(piece_lengths(960).collect::<Vec<_>>(), [64, 32, 16, 8]);
-        let big = (3u64 << 27) + (1 << 20) + 64;
-        assert_eq!(
-            piece_lengths(big).collect::<Vec<_>>(),
-            [BLOCK_BYTES, BLOCK_BYTES, BLOCK_BYTES, 1 << 17, 8]
-        );
-        for bits in [64u64, 960, 1 << 27, (1 << 27) - 64, 123_456 * 64] {
+        assert_eq!(piece_lengths(960).collect::<Vec<_>>(), [120]);
+        assert_eq!(piece_lengths(2496).collect::<Vec<_>>(), [256, 56]);
+        // 1,977,504 bytes: 128 KiB strides (the largest power of two up to an eighth), then the
+        // remainder's digits from 128 bytes up, then the 32 bytes below.
+        let lengths: Vec<usize> = piece_lengths(1_977_504 * 8).collect();
+        assert_eq!(lengths[..15], [131072; 15]);
+        assert_eq!(lengths[15..], [8192, 2048, 1024, 128, 32]);
+        // Big arrays: 16 MiB strides.
+        let big = (70u64 << 27) + (1 << 20) + 64;
+        let lengths: Vec<usize> = piece_lengths(big).collect();
+        assert_eq!(lengths[..70], [MAX_PIECE_BYTES; 70]);
+        assert_eq!(lengths[70..], [1 << 17, 8]);
+        for bits in [
+            64u64,
+            960,
+            1 << 27,
+            (1 << 27) - 64,
+            123_456 * 64,
+            1_977_504 * 8,
+            big,
+        ] {
             assert_eq!(piece_lengths(bits).sum::<usize>() as u64 * 8, bits);
-            assert!(piece_lengths(bits).all(|len| len.is_power_of_two()));
+            // Powers of two, or a merged piece under 128 bytes.
+            assert!(piece_lengths(bits).all(|len| len.is_power_of_two() || len < 128));
+            // Bookkeeping stays small: at most 15 strides (or as many 16 MiB ones as it takes)
+            // and one piece per remainder digit from 128 bytes to 16 MiB, plus the merged one.
+            let strides = (bits >> 27).max(15);
+            assert!(piece_lengths(bits).count() as u64 <= strides + 18, "{bits}");
         }
     }
 
     #[test]
     fn every_bit_has_exactly_one_home() {
-        for words in 1..=70u64 {
+        for words in (1..=70u64).chain([255, 256, 257, 300, 1023]) {
             let bits = words * 64;
             let lengths: Vec<usize> = piece_lengths(bits).collect();
             let mut seen: Vec<Vec<bool>> =
@@ -253,58 +373,68 @@ mod tests {
     }
 
     #[test]
-    fn blocks_and_tail_meet_without_overlap() {
+    fn strides_and_remainder_meet_without_overlap() {
+        // 2^27 + 128 bits: eight 2 MiB strides and a 16-byte remainder.
         let bits = (1u64 << 27) + 128;
         let mut store = BitStore::zeroed(bits).unwrap();
+        assert_eq!(store.pieces().len(), 9);
         for index in [
             0,
+            (1 << 24) - 1,
+            1 << 24,
             (1 << 27) - 1,
             1 << 27,
             (1 << 27) + 63,
-            (1 << 27) + 64,
             bits - 1,
         ] {
             assert!(!store.get(index));
             store.set(index);
             assert!(store.get(index));
         }
-        assert_eq!(store.count_ones(), 6);
-        assert_eq!(store.pieces().len(), 2);
+        assert_eq!(store.count_ones(), 7);
     }
 
     #[test]
     fn from_pieces_takes_only_the_exact_layout() {
-        let mut store = BitStore::zeroed(960).unwrap();
+        // 3008 bits: pieces of 256 and 120 bytes.
+        let mut store = BitStore::zeroed(3008).unwrap();
         store.set(5);
-        store.set(959);
+        store.set(3007);
         let pieces: Vec<Box<[u8]>> = store.pieces().map(Box::from).collect();
-        assert_eq!(BitStore::from_pieces(960, pieces.clone()), Some(store));
-        assert_eq!(BitStore::from_pieces(1024, pieces.clone()), None);
+        assert_eq!(BitStore::from_pieces(3008, pieces.clone()), Some(store));
+        assert_eq!(BitStore::from_pieces(3072, pieces.clone()), None);
         let mut short = pieces.clone();
         short.pop();
-        assert_eq!(BitStore::from_pieces(960, short), None);
+        assert_eq!(BitStore::from_pieces(3008, short), None);
         let mut swapped = pieces;
         swapped.swap(0, 1);
-        assert_eq!(BitStore::from_pieces(960, swapped), None);
+        assert_eq!(BitStore::from_pieces(3008, swapped), None);
     }
 
     #[test]
     fn byte_ranges_read_and_write_across_pieces() {
-        // 960 bits: pieces of 64, 32, 16 and 8 bytes.
-        let mut store = BitStore::zeroed(960).unwrap();
-        let pattern: Vec<u8> = (0..120u8).collect();
+        // 3008 bits: a 256-byte stride, then a 120-byte merged piece.
+        let mut store = BitStore::zeroed(3008).unwrap();
+        assert_eq!(store.pieces().len(), 2);
+        let pattern: Vec<u8> = (0..=255u8).chain(0..120).collect();
         assert!(store.write_bytes(0, &pattern));
-        assert_eq!(store.read_bytes(0, 120).unwrap().as_ref(), &pattern[..]);
+        assert_eq!(store.read_bytes(0, 376).unwrap().as_ref(), &pattern[..]);
         assert!(matches!(store.read_bytes(64, 32), Some(Cow::Borrowed(_))));
-        assert!(matches!(store.read_bytes(60, 8), Some(Cow::Owned(_))));
-        assert_eq!(store.read_bytes(60, 8).unwrap().as_ref(), &pattern[60..68]);
-        assert!(store.write_bytes(100, &[0xff; 20]));
-        assert_eq!(store.read_bytes(99, 3).unwrap().as_ref(), &[99, 0xff, 0xff]);
-        assert!(store.get(100 * 8) && store.get(959));
-        assert!(!store.write_bytes(110, &[0; 11]));
+        assert!(matches!(store.read_bytes(250, 10), Some(Cow::Owned(_))));
+        assert_eq!(
+            store.read_bytes(250, 10).unwrap().as_ref(),
+            &pattern[250..260]
+        );
+        assert!(store.write_bytes(300, &[0xff; 76]));
+        assert_eq!(
+            store.read_bytes(299, 3).unwrap().as_ref(),
+            &[43, 0xff, 0xff]
+        );
+        assert!(store.get(300 * 8) && store.get(3007));
+        assert!(!store.write_bytes(370, &[0; 7]));
         assert!(!store.write_bytes(u64::MAX, &[0; 2]));
-        assert_eq!(store.read_bytes(110, 11), None);
-        assert_eq!(store.read_bytes(120, 0).unwrap().as_ref(), &[] as &[u8]);
+        assert_eq!(store.read_bytes(370, 7), None);
+        assert_eq!(store.read_bytes(376, 0).unwrap().as_ref(), &[] as &[u8]);
     }
 
     #[test]

@@ -15,6 +15,12 @@ use crate::sizing::{check_error_rate, Shape};
 use crate::sub_filter::SubFilter;
 use crate::FilterError;
 
+/// Items the batch operations hash at a time, into a buffer on the stack.
+const GROUP: usize = 32;
+/// How many items ahead of the one being processed the batch operations prefetch: enough to keep
+/// the memory system busy (each item touches up to k cache lines) without flooding it.
+const AHEAD: usize = 8;
+
 /// The largest expansion factor (RedisBloom's bound).
 pub const MAX_EXPANSION: u32 = 32768;
 
@@ -105,9 +111,11 @@ impl Chain {
         self.filters.iter().map(|f| f.shape().capacity).sum()
     }
 
-    /// True when the next new item makes a scaling chain grow (its newest sub-filter is full).
-    pub fn must_grow(&self) -> bool {
-        matches!(self.growth, Growth::Scaling { .. }) && self.newest().is_full()
+    /// True if adding `items` new items could make the chain grow.
+    pub fn may_grow_within(&self, items: u64) -> bool {
+        let newest = self.newest();
+        matches!(self.growth, Growth::Scaling { .. })
+            && items > newest.shape().capacity - newest.items()
     }
 
     /// True if the item may have been added; false if it certainly was not.
@@ -162,6 +170,40 @@ impl Chain {
         }
         self.filters.push(SubFilter::new(shape)?);
         Ok(())
+    }
+
+    /// Starts loading every cache line the item's probes will touch, in every sub-filter.
+    fn prefetch(&self, hash: &ItemHash) {
+        for (index, filter) in self.filters.iter().enumerate() {
+            filter.prefetch(&hash.for_sub_filter(index));
+        }
+    }
+
+    /// Looks up items in order, answering each through `answer`, with their memory accesses
+    /// overlapped (see [`pipelined`]).
+    pub fn contains_many<'a>(
+        &self,
+        items: impl IntoIterator<Item = &'a [u8]>,
+        mut answer: impl FnMut(bool),
+    ) {
+        pipelined(self, items, |chain, hash| {
+            answer(chain.contains_hash(hash));
+            true
+        });
+    }
+
+    /// Adds items in order, exactly as [`Chain::add`] one after the other would, answering each
+    /// through `answer`; `answer` returns false to stop (the rest is not added). Memory accesses
+    /// are overlapped (see [`pipelined`]).
+    pub fn add_many<'a>(
+        &mut self,
+        items: impl IntoIterator<Item = &'a [u8]>,
+        max_bytes: u64,
+        mut answer: impl FnMut(Result<bool, FilterError>) -> bool,
+    ) {
+        pipelined(self, items, |chain, hash| {
+            answer(chain.add_hash(hash, max_bytes))
+        });
     }
 
     pub(crate) fn filter_mut(&mut self, index: usize) -> &mut SubFilter {
@@ -232,6 +274,40 @@ pub fn check_successor(
         return Err(FilterError::Corrupt("an older sub-filter is not full"));
     }
     Ok(())
+}
+
+/// Runs `visit` on the hash of each item, in order, while the cache lines of the items [`AHEAD`]
+/// places further on are being loaded, so that memory latency overlaps instead of adding up.
+/// Items are hashed a group at a time into a buffer on the stack: nothing is allocated. `visit`
+/// returns false to stop. `chain` is a `&Chain` for lookups, a `&mut Chain` for adds.
+fn pipelined<'a, C: std::borrow::Borrow<Chain>>(
+    mut chain: C,
+    items: impl IntoIterator<Item = &'a [u8]>,
+    mut visit: impl FnMut(&mut C, &ItemHash) -> bool,
+) {
+    let mut items = items.into_iter();
+    let mut hashes = [ItemHash::of(&[]); GROUP];
+    loop {
+        let mut count = 0;
+        for (slot, item) in hashes.iter_mut().zip(&mut items) {
+            *slot = ItemHash::of(item);
+            count += 1;
+        }
+        for hash in &hashes[..count.min(AHEAD)] {
+            chain.borrow().prefetch(hash);
+        }
+        for index in 0..count {
+            if let Some(ahead) = hashes[..count].get(index + AHEAD) {
+                chain.borrow().prefetch(ahead);
+            }
+            if !visit(&mut chain, &hashes[index]) {
+                return;
+            }
+        }
+        if count < GROUP {
+            return;
+        }
+    }
 }
 
 /// The shape of the sub-filter that follows `newest` in a chain that grows by `growth`.

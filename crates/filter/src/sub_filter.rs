@@ -72,6 +72,14 @@ impl SubFilter {
             .all(|position| self.bits.get(position))
     }
 
+    /// Starts loading the cache lines the item's probes will touch.
+    #[inline]
+    pub fn prefetch(&self, hash: &ItemHash) {
+        for position in hash.probes(self.shape.hash_count, self.shape.bits) {
+            self.bits.prefetch(position);
+        }
+    }
+
     /// Sets the item's probe bits and counts it; the caller has checked that it is new.
     #[inline]
     pub fn insert(&mut self, hash: &ItemHash) {

@@ -367,3 +367,63 @@ fn the_classical_false_positive_table_holds() {
     let rate = classical(20, 10, 100_000, 4_000_000);
     assert!((rate - 0.0000889).abs() < 0.000025, "{rate}");
 }
+
+#[test]
+fn batch_operations_answer_exactly_as_one_item_at_a_time() {
+    // Groups of 16 are an implementation detail: cover counts around them, duplicates inside a
+    // batch, growth in the middle of a batch, and a fixed filter that fills up mid-batch.
+    for (growth, capacity) in [(scaling(2), 10), (Growth::Fixed, 40)] {
+        for count in [0u64, 1, 15, 16, 17, 33, 100] {
+            let items: Vec<[u8; 13]> = (0..count).map(|i| item(ADDED, 9, i % 70)).collect();
+            let mut one_by_one = Chain::new(capacity, 0.01, growth, NO_LIMIT).unwrap();
+            let mut expected = Vec::new();
+            for item in &items {
+                let result = one_by_one.add(item, NO_LIMIT);
+                expected.push(result);
+                if result.is_err() {
+                    break;
+                }
+            }
+            let mut batched = Chain::new(capacity, 0.01, growth, NO_LIMIT).unwrap();
+            let mut answers = Vec::new();
+            batched.add_many(items.iter().map(|i| &i[..]), NO_LIMIT, |result| {
+                answers.push(result);
+                result.is_ok()
+            });
+            assert_eq!(answers, expected, "{growth:?} {count}");
+            assert_eq!(batched, one_by_one);
+            let probes: Vec<[u8; 13]> = (0..count * 2).map(|i| item(ADDED, 9, i)).collect();
+            let mut found = Vec::new();
+            batched.contains_many(probes.iter().map(|i| &i[..]), |hit| found.push(hit));
+            let expected: Vec<bool> = probes.iter().map(|p| one_by_one.contains(p)).collect();
+            assert_eq!(found, expected);
+        }
+    }
+}
+
+#[test]
+fn bookkeeping_stays_under_one_percent_plus_512_bytes_per_sub_filter() {
+    // The memory target: a filter takes at most 1% more than its bit array, plus 512 bytes per
+    // sub-filter (the chain's own box counted with the first).
+    for capacity in [
+        1u64,
+        10,
+        100,
+        1_000,
+        3_000,
+        10_000,
+        100_000,
+        1_000_000,
+        100_000_000,
+    ] {
+        for error in [0.1, 0.01, 0.0001] {
+            let shape = Shape::new(capacity, error).unwrap();
+            let bits = shape.bit_bytes() as f64;
+            let planned = Chain::planned_bytes([&shape]) as f64;
+            assert!(
+                planned <= bits * 1.01 + 512.0,
+                "{capacity} at {error}: {planned} for {bits}"
+            );
+        }
+    }
+}
