@@ -12,7 +12,7 @@ DEBIAN_PACKAGES := redis-server redis-tools libclang-dev build-essential python3
 VENV := target/venv
 PY_CLIENTS := redis==8.1.0
 
-.PHONY: all deps build run test lint unit integration clients clean
+.PHONY: all deps build run test lint unit integration clients bench clean
 
 all: build
 
@@ -70,6 +70,13 @@ integration: build clients
 
 test: lint build clients
 	cargo test --workspace
+
+# Benchmarks (never part of `make test`): the core against the bloomfilter crate (criterion), then
+# the server end to end against SET/GET on the same server. One table on stdout; the report in
+# target/bench/report.json and target/bench/report.svg.
+bench: build
+	cargo bench -p bf-filter --bench core
+	cargo bench -p redis-bf --bench e2e
 
 clean:
 	cargo clean

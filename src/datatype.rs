@@ -1,35 +1,19 @@
 //! The `MBbloom--` data type: how a filter is saved to and loaded from RDB (and so DUMP/RESTORE
-//! and replication), copied, digested, measured and freed.
+//! and replication), rewritten for the AOF, copied, digested, measured and freed.
 //!
-//! RDB layout, encoding version 100 (0 to 99 are left for reading RedisBloom's own layouts):
-//!
-//! ```text
-//! unsigned  hash family            0 = xxh3-128 with the probe sequence of bf_filter::hash
-//! unsigned  expansion              0 = NONSCALING
-//! unsigned  number of sub-filters  at least 1
-//! per sub-filter, oldest first:
-//!   unsigned capacity, double error, unsigned hash count, unsigned bits, unsigned items
-//!   the bit array as string buffers, one per piece (bf_filter::bits::piece_lengths)
-//! ```
-//!
-//! Loading checks every field against what was actually read: the hash count and bit count must
-//! be the ones the sizing gives for the capacity and error, each piece must have exactly its
-//! expected length, and the sub-filters must follow the chain's growth rule. Memory is allocated
-//! one piece at a time, after that piece's bytes were read, so a forged header cannot make the
-//! server allocate more than the input holds.
+//! The stored form is `bf_filter::stored`'s, in encoding version 100 (0 to 99 are left for
+//! reading RedisBloom's own layouts); this file only connects it to the server's RDB stream.
 
-use bf_filter::bits::{piece_lengths, BitStore};
 use bf_filter::dump;
-use bf_filter::{check_stored, check_successor, Chain, FilterError, Growth, Shape, SubFilter};
+use bf_filter::stored::{self, FieldSink, FieldSource, LoadError};
+use bf_filter::{Chain, Growth};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 use std::os::raw::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// The encoding version this module writes.
 pub const ENCODING_VERSION: i32 = 100;
-
-/// Hash family 0: xxh3-128 and the probe sequence of `bf_filter::hash`.
-const HASH_FAMILY_XXH3: u64 = 0;
 
 /// The type, registered at load time.
 pub static BLOOM_TYPE: RedisType = RedisType::new(
@@ -58,9 +42,18 @@ pub static BLOOM_TYPE: RedisType = RedisType::new(
     },
 );
 
+/// The server's handle for the type, kept where the command path reads it without a RefCell.
+static RAW_TYPE: AtomicPtr<raw::RedisModuleType> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Remembers the type's handle once the server has created it (at load time).
+pub fn remember_raw_type() {
+    RAW_TYPE.store(*BLOOM_TYPE.raw_type.borrow(), Ordering::Relaxed);
+}
+
 /// The server's handle for the type.
+#[inline]
 pub fn raw_type() -> *mut raw::RedisModuleType {
-    *BLOOM_TYPE.raw_type.borrow()
+    RAW_TYPE.load(Ordering::Relaxed)
 }
 
 /// The chain a value pointer stands for.
@@ -71,35 +64,64 @@ unsafe fn chain<'a>(value: *const c_void) -> &'a Chain {
     &*value.cast::<Chain>()
 }
 
-unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
-    let chain = chain(value);
-    raw::save_unsigned(rdb, HASH_FAMILY_XXH3);
-    raw::save_unsigned(rdb, expansion_field(chain.growth()));
-    raw::save_unsigned(rdb, chain.filters().len() as u64);
-    for filter in chain.filters() {
-        let shape = filter.shape();
-        raw::save_unsigned(rdb, shape.capacity);
-        raw::save_double(rdb, shape.error);
-        raw::save_unsigned(rdb, u64::from(shape.hash_count));
-        raw::save_unsigned(rdb, shape.bits);
-        raw::save_unsigned(rdb, filter.items());
-        for piece in filter.bits().pieces() {
-            raw::save_slice(rdb, piece);
+/// The RDB stream of a save or load callback, as a field stream for `bf_filter::stored`.
+struct Rdb(*mut raw::RedisModuleIO);
+
+impl FieldSink for Rdb {
+    fn unsigned(&mut self, value: u64) {
+        raw::save_unsigned(self.0, value);
+    }
+
+    fn double(&mut self, value: f64) {
+        raw::save_double(self.0, value);
+    }
+
+    fn buffer(&mut self, bytes: &[u8]) {
+        raw::save_slice(self.0, bytes);
+    }
+}
+
+impl FieldSource for Rdb {
+    fn unsigned(&mut self) -> Option<u64> {
+        raw::load_unsigned(self.0).ok()
+    }
+
+    fn double(&mut self) -> Option<f64> {
+        raw::load_double(self.0).ok()
+    }
+
+    fn buffer(&mut self, expected: usize) -> Result<Box<[u8]>, LoadError> {
+        let mut len = 0;
+        // SAFETY: the IO context of the running rdb_load. The server reads the string into a
+        // buffer of exactly its length, allocated with RedisModule_Alloc, which is also this
+        // module's global allocator: the buffer can become a Box<[u8]> that frees it the same way.
+        // A piece is never empty (at least 8 bytes), so the Box has a real allocation behind it.
+        unsafe {
+            let ptr = raw::RedisModule_LoadStringBuffer.unwrap()(self.0, &mut len);
+            if raw::is_io_error(self.0) || ptr.is_null() {
+                return Err(LoadError::Truncated);
+            }
+            if len != expected || len == 0 {
+                raw::RedisModule_Free.unwrap()(ptr.cast());
+                return Err(LoadError::Corrupt(format!(
+                    "a bit-array piece of {len} bytes, not {expected}"
+                )));
+            }
+            Ok(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                ptr.cast::<u8>(),
+                len,
+            )))
         }
     }
 }
 
-/// The expansion as stored: the factor, or 0 for NONSCALING.
-fn expansion_field(growth: Growth) -> u64 {
-    match growth {
-        Growth::Scaling { expansion } => u64::from(expansion),
-        Growth::Fixed => 0,
-    }
+unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    stored::save(chain(value), &mut Rdb(rdb));
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     let loaded = if encver == ENCODING_VERSION {
-        load_chain(rdb)
+        stored::load(&mut Rdb(rdb)).map_err(|err| err.to_string())
     } else {
         Err(format!(
             "encoding version {encver} is not one this module reads"
@@ -117,71 +139,6 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
     }
 }
 
-/// Reads one chain in encoding version 100, checking every field.
-fn load_chain(rdb: *mut raw::RedisModuleIO) -> Result<Chain, String> {
-    let short = |_| "the data ends early".to_string();
-    let family = raw::load_unsigned(rdb).map_err(short)?;
-    if family != HASH_FAMILY_XXH3 {
-        return Err(format!("unknown hash family {family}"));
-    }
-    let growth = match raw::load_unsigned(rdb).map_err(short)? {
-        0 => Growth::Fixed,
-        expansion => {
-            Growth::scaling(expansion).map_err(|_| format!("bad expansion {expansion}"))?
-        }
-    };
-    let count = raw::load_unsigned(rdb).map_err(short)?;
-    if count == 0 {
-        return Err("no sub-filters".into());
-    }
-    // Grown as sub-filters arrive: the count alone justifies no allocation.
-    let mut filters = Vec::new();
-    for _ in 0..count {
-        let capacity = raw::load_unsigned(rdb).map_err(short)?;
-        let error = raw::load_double(rdb).map_err(short)?;
-        let hash_count = raw::load_unsigned(rdb).map_err(short)?;
-        let bits = raw::load_unsigned(rdb).map_err(short)?;
-        let items = raw::load_unsigned(rdb).map_err(short)?;
-        let shape = Shape {
-            capacity,
-            error,
-            hash_count: u32::try_from(hash_count).map_err(|_| "hash count out of range")?,
-            bits,
-        };
-        // Everything about the sub-filter is checked before any of its bytes are read.
-        check_stored(&shape, items).map_err(describe)?;
-        if let Some(older) = filters.last() {
-            let older: &SubFilter = older;
-            check_successor(growth, older.shape(), older.items(), &shape).map_err(describe)?;
-        }
-        let mut pieces = Vec::new();
-        for len in piece_lengths(bits) {
-            let buffer = raw::load_string_buffer(rdb).map_err(short)?;
-            let bytes = buffer.as_ref();
-            if bytes.len() != len {
-                return Err(format!(
-                    "a bit-array piece of {} bytes, not {len}",
-                    bytes.len()
-                ));
-            }
-            pieces.push(Box::<[u8]>::from(bytes));
-        }
-        let store = BitStore::from_pieces(bits, pieces).ok_or("bad bit-array pieces")?;
-        filters.push(SubFilter::from_parts(shape, items, store).map_err(describe)?);
-    }
-    Chain::from_parts(growth, filters).map_err(describe)
-}
-
-/// A core error as a log message.
-fn describe(err: FilterError) -> String {
-    match err {
-        FilterError::Corrupt(what) => what.to_string(),
-        other => format!("{other:?}"),
-    }
-}
-
-/// Rewrites a filter for the AOF as the BF.LOADCHUNK sequence BF.SCANDUMP would produce: the
-/// header, then every data chunk (at most 16 MiB each), whatever the filter's size.
 unsafe extern "C" fn aof_rewrite(
     aof: *mut raw::RedisModuleIO,
     key: *mut raw::RedisModuleString,
@@ -240,7 +197,10 @@ unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
 unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
     let chain = chain(value);
     let add_number = |number: u64| raw::RedisModule_DigestAddLongLong.unwrap()(md, number as i64);
-    add_number(expansion_field(chain.growth()));
+    add_number(match chain.growth() {
+        Growth::Scaling { expansion } => u64::from(expansion),
+        Growth::Fixed => 0,
+    });
     for filter in chain.filters() {
         let shape = filter.shape();
         add_number(shape.capacity);

@@ -83,6 +83,7 @@ const COMMANDS: &[Command] = &[
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {
     let raw_ctx = ctx.ctx;
+    datatype::remember_raw_type();
     let args: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
     if let Err(why) = config::apply_load_arguments(&args) {
         glue::log::warning(raw_ctx, &format!("bf: refusing to load: {why}"));

@@ -36,19 +36,25 @@ pub fn filter_resized(before: usize, chain: &Chain) {
     );
 }
 
-/// `count` items went through an add command.
-pub fn items_added(count: usize) {
-    ADDS.fetch_add(count as u64, Ordering::Relaxed);
+/// Adds to a counter only commands change. Commands run on the server's main thread alone, so a
+/// plain load and store (no locked read-modify-write on the hot path) cannot lose a count.
+fn count(counter: &AtomicU64, by: u64) {
+    counter.store(counter.load(Ordering::Relaxed) + by, Ordering::Relaxed);
 }
 
-/// `count` items were looked up.
-pub fn items_looked_up(count: usize) {
-    LOOKUPS.fetch_add(count as u64, Ordering::Relaxed);
+/// `items` items went through an add command.
+pub fn items_added(items: usize) {
+    count(&ADDS, items as u64);
+}
+
+/// `items` items were looked up.
+pub fn items_looked_up(items: usize) {
+    count(&LOOKUPS, items as u64);
 }
 
 /// A BF command answered with an error (a whole reply or an array element).
 pub fn error_replied() {
-    ERRORS.fetch_add(1, Ordering::Relaxed);
+    count(&ERRORS, 1);
 }
 
 /// The INFO callback: section `bf`, fields `bf_filters`, `bf_bytes`, `bf_adds`, `bf_lookups`,

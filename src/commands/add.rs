@@ -11,7 +11,7 @@ use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
 use crate::stats;
-use bf_filter::{Chain, Growth};
+use bf_filter::{Chain, FilterError, Growth};
 
 /// How a command creates a missing filter.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -132,12 +132,12 @@ fn add_items(
     answer: Answer,
 ) -> Result<(), BfError> {
     let args = call.args();
-    let limit = call.size_limit();
     let mut key = FilterKey::open(call, 1, Access::Write);
     let (chain, created) = match (key.filter()?.is_some(), creation) {
         (true, _) => (key.filter_mut()?.ok_or(BfError::Internal)?, None),
         (false, None) => return Err(BfError::NotFound),
         (false, Some(creation)) => {
+            let limit = call.size_limit();
             let chain = Chain::new(creation.capacity, creation.error, creation.growth, limit)
                 .map_err(|err| BfError::from_filter(err, limit))?;
             (key.create(chain)?, Some(creation))
@@ -147,16 +147,21 @@ fn add_items(
         call.reply_array_open();
     }
     let items = first_item..args.len();
-    // Growth is the only change of size: measure the bytes before it only when it may come.
-    let bytes_before = chain
-        .may_grow_within(items.len() as u64)
-        .then(|| memory_usage(chain));
+    // Growth is the only change of size, and the only thing the size limit bounds: ask for the
+    // limit and measure the bytes before it only when it may come (both cost on the hot path).
+    let may_grow = chain.may_grow_within(items.len() as u64);
+    let limit = if may_grow {
+        call.size_limit()
+    } else {
+        u64::MAX
+    };
+    let bytes_before = may_grow.then(|| memory_usage(chain));
     let mut added_any = false;
     // Items before `end` were applied; an error stops the command at its item.
     let mut end = args.len();
     let mut refused = None;
     let mut index = first_item;
-    chain.add_many(items.map(|i| args.get(i)), limit, |result| match result {
+    let mut answer_one = |result: Result<bool, FilterError>| match result {
         Ok(added) => {
             added_any |= added;
             call.reply_bool(added);
@@ -168,7 +173,13 @@ fn add_items(
             refused = Some(BfError::from_filter(err, limit));
             false
         }
-    });
+    };
+    if items.len() == 1 {
+        // One item has nothing to batch: no group buffer, no prefetching.
+        answer_one(chain.add(args.get(first_item), limit));
+    } else {
+        chain.add_many(items.map(|i| args.get(i)), limit, answer_one);
+    }
     if let Some(err) = refused {
         if answer == Answer::One {
             stats::items_added(end - first_item);

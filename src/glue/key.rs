@@ -40,21 +40,20 @@ impl FilterKey {
         if self.key.is_null() {
             return Ok(None);
         }
-        // SAFETY: a non-null key opened by `open` and not yet closed.
+        // SAFETY: a non-null key opened by `open` and not yet closed. The type is asked first:
+        // it is null for an empty key or a key of a non-module type, so a filter costs one call.
         unsafe {
-            let key_type = raw::RedisModule_KeyType.unwrap()(self.key);
-            if key_type == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
+            if raw::RedisModule_ModuleTypeGetType.unwrap()(self.key) == crate::datatype::raw_type()
+            {
+                let value = raw::RedisModule_ModuleTypeGetValue.unwrap()(self.key);
+                return Ok(Some(value.cast::<Chain>()));
+            }
+            if raw::RedisModule_KeyType.unwrap()(self.key)
+                == raw::REDISMODULE_KEYTYPE_EMPTY as c_int
+            {
                 return Ok(None);
             }
-            if key_type != raw::REDISMODULE_KEYTYPE_MODULE as c_int
-                || raw::RedisModule_ModuleTypeGetType.unwrap()(self.key)
-                    != crate::datatype::raw_type()
-            {
-                return Err(BfError::WrongType);
-            }
-            Ok(Some(
-                raw::RedisModule_ModuleTypeGetValue.unwrap()(self.key).cast::<Chain>(),
-            ))
+            Err(BfError::WrongType)
         }
     }
 

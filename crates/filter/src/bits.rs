@@ -214,6 +214,20 @@ impl BitStore {
         self.pieces[piece].as_raw_mut_slice()[offset >> 3] |= 1 << (offset & 7);
     }
 
+    /// Sets bit `index` to one; true if it was zero. A bit already set is not written, so that
+    /// adding an item that is present does not dirty its cache lines.
+    #[inline]
+    pub fn set_if_unset(&mut self, index: u64) -> bool {
+        let (piece, offset) = self.layout.locate(self.bits, index);
+        let byte = &mut self.pieces[piece].as_raw_mut_slice()[offset >> 3];
+        let mask = 1 << (offset & 7);
+        let unset = *byte & mask == 0;
+        if unset {
+            *byte |= mask;
+        }
+        unset
+    }
+
     /// Asks the CPU to bring the cache line of bit `index` in, without waiting for it.
     #[inline]
     pub fn prefetch(&self, index: u64) {

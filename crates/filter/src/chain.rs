@@ -145,14 +145,26 @@ impl Chain {
     /// [`Chain::add`] for an item already hashed.
     #[inline]
     pub fn add_hash(&mut self, hash: &ItemHash, max_bytes: u64) -> Result<bool, FilterError> {
-        if self.contains_hash(hash) {
+        let newest = self.filters.len() - 1;
+        let older = &self.filters[..newest];
+        if older
+            .iter()
+            .enumerate()
+            .any(|(index, f)| f.contains(&hash.for_sub_filter(index)))
+        {
             return Ok(false);
         }
-        if self.newest().is_full() {
-            self.grow(max_bytes)?;
+        let newest_hash = hash.for_sub_filter(newest);
+        if !self.filters[newest].is_full() {
+            // One pass over the probes: the item is new exactly when one of its bits was unset.
+            return Ok(self.filters[newest].insert_if_new(&newest_hash));
         }
-        let newest = self.filters.len() - 1;
-        self.filters[newest].insert(&hash.for_sub_filter(newest));
+        if self.filters[newest].contains(&newest_hash) {
+            return Ok(false);
+        }
+        self.grow(max_bytes)?;
+        let grown = self.filters.len() - 1;
+        self.filters[grown].insert(&hash.for_sub_filter(grown));
         Ok(true)
     }
 
@@ -293,12 +305,14 @@ fn pipelined<'a, C: std::borrow::Borrow<Chain>>(
             *slot = ItemHash::of(item);
             count += 1;
         }
-        for hash in &hashes[..count.min(AHEAD)] {
+        // A single item has nothing to overlap with.
+        let ahead = if count > 1 { AHEAD } else { 0 };
+        for hash in &hashes[..count.min(ahead)] {
             chain.borrow().prefetch(hash);
         }
         for index in 0..count {
-            if let Some(ahead) = hashes[..count].get(index + AHEAD) {
-                chain.borrow().prefetch(ahead);
+            if let Some(next) = hashes[..count].get(index + ahead).filter(|_| ahead > 0) {
+                chain.borrow().prefetch(next);
             }
             if !visit(&mut chain, &hashes[index]) {
                 return;

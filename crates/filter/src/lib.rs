@@ -10,6 +10,7 @@ pub mod chain;
 pub mod dump;
 pub mod hash;
 pub mod sizing;
+pub mod stored;
 pub mod sub_filter;
 
 pub use chain::{check_successor, Chain, Growth, MAX_EXPANSION};

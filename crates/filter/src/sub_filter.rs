@@ -80,6 +80,18 @@ impl SubFilter {
         }
     }
 
+    /// Sets the item's probe bits and counts it if one of them was unset (it was new); true if
+    /// it was. The caller has checked that there is room.
+    #[inline]
+    pub fn insert_if_new(&mut self, hash: &ItemHash) -> bool {
+        let mut new = false;
+        for position in hash.probes(self.shape.hash_count, self.shape.bits) {
+            new |= self.bits.set_if_unset(position);
+        }
+        self.items += u64::from(new);
+        new
+    }
+
     /// Sets the item's probe bits and counts it; the caller has checked that it is new.
     #[inline]
     pub fn insert(&mut self, hash: &ItemHash) {

@@ -1,0 +1,756 @@
+//! The end-to-end benchmark behind `make bench`: a real redis-server with the module, driven by
+//! `redis-benchmark`, every BF command's server cost (`INFO commandstats` usec_per_call) next to
+//! Redis's own SET and GET measured on the same server in the same run, RDB save and load of a
+//! 1 GB filter next to the same bytes in plain strings, memory per item, and the core
+//! microbenchmarks (criterion's results, if `cargo bench -p bf-filter` ran first).
+//!
+//! Prints one table; writes `target/bench/report.json` and `target/bench/report.svg`.
+//! `BENCH_QUICK=1` shrinks every workload (for trying the driver out, not for numbers);
+//! `BENCH_ONLY=commands,persistence` runs only some sections.
+
+#[path = "../tests/common/resp.rs"]
+#[allow(dead_code)]
+mod resp;
+
+use resp::{Conn, Frame};
+use std::fmt::Write as _;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn quick() -> bool {
+    std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1")
+}
+
+/// Scales a workload down in quick mode.
+fn size(full: u64) -> u64 {
+    if quick() {
+        (full / 50).max(1000)
+    } else {
+        full
+    }
+}
+
+/// A command pinned to one CPU when there are two or more: the server on CPU 0, the load
+/// generator on CPU 1, so that they do not take turns on one core and blur the server's cost.
+fn pinned(program: &str, cpu: usize) -> Command {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus >= 2 && Command::new("taskset").arg("-V").output().is_ok() {
+        let mut command = Command::new("taskset");
+        command.arg("-c").arg(cpu.to_string()).arg(program);
+        command
+    } else {
+        Command::new(program)
+    }
+}
+
+/// A redis-server with the module, killed on drop.
+struct Server {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Server {
+    fn start() -> Server {
+        let module = root().join("target/release/libredis_bf.so");
+        assert!(module.exists(), "build the module first: make build");
+        let dir = root().join("target/bench/server");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = TcpListener::bind(("127.0.0.1", 0))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = pinned("redis-server", 0)
+            .arg("--port")
+            .arg(port.to_string())
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--enable-debug-command", "yes", "--rdbcompression", "yes"])
+            .arg("--dir")
+            .arg(&dir)
+            .arg("--logfile")
+            .arg(dir.join("redis.log"))
+            .arg("--loadmodule")
+            .arg(&module)
+            .args(["max-filter-bytes", "2gb"])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        let server = Server { child, port, dir };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(mut conn) = Conn::connect(port) {
+                if conn.call(&["PING"]) == Frame::Simple("PONG".into()) {
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+
+    fn conn(&self) -> Conn {
+        Conn::connect(self.port).unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs redis-benchmark with a custom command; returns requests per second.
+fn redis_benchmark(server: &Server, requests: u64, keyspace: u64, command: &[String]) -> f64 {
+    let output = pinned("redis-benchmark", 1)
+        .arg("-p")
+        .arg(server.port.to_string())
+        .args(["-h", "127.0.0.1", "-c", "50", "-P", "16", "--csv"])
+        .arg("-n")
+        .arg(requests.to_string())
+        .arg("-r")
+        .arg(keyspace.to_string())
+        .args(command)
+        .output()
+        .expect("run redis-benchmark (apt-get install redis-tools)");
+    let text = String::from_utf8_lossy(&output.stdout);
+    // "test","rps",...: the second field of the last line.
+    text.lines()
+        .last()
+        .and_then(|line| line.split(',').nth(1))
+        .and_then(|rps| rps.trim_matches('"').parse().ok())
+        .unwrap_or_else(|| panic!("no rps in redis-benchmark output:\n{text}"))
+}
+
+/// Microseconds per call of a command since the last CONFIG RESETSTAT (total `usec` over
+/// `calls`: INFO's own `usec_per_call` is rounded to 0.01).
+fn usec_per_call(conn: &mut Conn, command: &str) -> f64 {
+    let info = conn.call(&["INFO", "commandstats"]).text();
+    let prefix = format!("cmdstat_{}:", command.to_lowercase());
+    let line = info
+        .lines()
+        .find(|line| line.to_lowercase().starts_with(&prefix))
+        .unwrap_or_else(|| panic!("no {prefix} in INFO commandstats"));
+    let field = |name: &str| -> f64 {
+        line.split([',', ':'])
+            .find_map(|field| field.strip_prefix(name))
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {line}"))
+    };
+    field("usec=") / field("calls=")
+}
+
+/// One measured command: its server cost and throughput.
+struct Measure {
+    usec: f64,
+    rps: f64,
+}
+
+/// Runs a command's benchmark three times and keeps the median of each figure.
+fn measure(server: &Server, name: &str, requests: u64, keyspace: u64, command: &[&str]) -> Measure {
+    let mut conn = server.conn();
+    let command: Vec<String> = command.iter().map(|s| s.to_string()).collect();
+    let mut usecs = Vec::new();
+    let mut rates = Vec::new();
+    for _ in 0..3 {
+        assert_eq!(conn.call(&["CONFIG", "RESETSTAT"]), Frame::ok());
+        rates.push(redis_benchmark(server, requests, keyspace, &command));
+        usecs.push(usec_per_call(&mut conn, name));
+    }
+    let median = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    Measure {
+        usec: median(usecs),
+        rps: median(rates),
+    }
+}
+
+/// Adds `count` items (`item:0`...) to `key` with pipelined BF.MADD of 1,000 items each.
+fn fill(conn: &mut Conn, key: &str, count: u64) {
+    let batch = 1000;
+    let mut pending = 0;
+    let mut start = 0;
+    while start < count {
+        let end = (start + batch).min(count);
+        let mut args = vec!["BF.MADD".to_string(), key.to_string()];
+        args.extend((start..end).map(|i| format!("item:{i}")));
+        conn.send(&args);
+        pending += 1;
+        if pending == 64 {
+            for _ in 0..pending {
+                assert!(!conn.read().is_error());
+            }
+            pending = 0;
+        }
+        start = end;
+    }
+    for _ in 0..pending {
+        assert!(!conn.read().is_error());
+    }
+}
+
+/// One row of the report.
+struct Row {
+    group: &'static str,
+    name: String,
+    value: f64,
+    unit: &'static str,
+    /// What the value is compared with, and the ratio it must stay at or under.
+    target: Option<(String, f64, f64)>,
+}
+
+impl Row {
+    fn ratio(&self) -> Option<f64> {
+        self.target.as_ref().map(|(_, base, _)| self.value / base)
+    }
+
+    fn met(&self) -> Option<bool> {
+        self.target
+            .as_ref()
+            .map(|(_, base, limit)| self.value / base <= *limit)
+    }
+}
+
+/// The median time of three runs, in seconds.
+fn seconds(mut run: impl FnMut()) -> f64 {
+    let mut times: Vec<f64> = (0..3)
+        .map(|_| {
+            let start = Instant::now();
+            run();
+            start.elapsed().as_secs_f64()
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[1]
+}
+
+/// The mean of a criterion benchmark, in ns, if it was run.
+fn criterion_ns(group: &str, bench: &str) -> Option<f64> {
+    let path = root()
+        .join("target/criterion")
+        .join(group)
+        .join(bench.replace('/', "_"))
+        .join("new/estimates.json");
+    let text = std::fs::read_to_string(path).ok()?;
+    // {"mean":{"confidence_interval":{...},"point_estimate":123.4,...
+    let mean = text.find("\"mean\"")?;
+    let at = text[mean..].find("\"point_estimate\":")? + mean + "\"point_estimate\":".len();
+    let end = text[at..].find([',', '}'])? + at;
+    text[at..end].trim().parse().ok()
+}
+
+fn main() {
+    // `cargo bench` passes --bench; nothing else is taken.
+    let out = root().join("target/bench");
+    std::fs::create_dir_all(&out).unwrap();
+    let mut rows: Vec<Row> = Vec::new();
+
+    // BENCH_ONLY=commands,persistence runs some sections (core, commands, batches, memory,
+    // persistence); all by default.
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    let wanted = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
+    if wanted("core") {
+        core_rows(&mut rows);
+    }
+    let server = Server::start();
+    if wanted("commands") {
+        command_rows(&server, &mut rows);
+    }
+    if wanted("batches") {
+        batch_rows(&server, &mut rows);
+    }
+    if wanted("memory") {
+        memory_rows(&server, &mut rows);
+    }
+    if wanted("persistence") {
+        persistence_rows(&server, &mut rows);
+    }
+    drop(server);
+
+    let machine = machine();
+    print_table(&rows, &machine);
+    std::fs::write(out.join("report.json"), json(&rows, &machine)).unwrap();
+    std::fs::write(out.join("report.svg"), svg(&rows, &machine)).unwrap();
+    println!(
+        "\nwrote {} and {}",
+        out.join("report.json").display(),
+        out.join("report.svg").display()
+    );
+}
+
+fn core_rows(rows: &mut Vec<Row>) {
+    for size in ["1MiB", "1GiB"] {
+        for (op, per) in [
+            ("add", 1.0),
+            ("lookup", 1.0),
+            ("add-batch100", 100.0),
+            ("lookup-batch100", 100.0),
+        ] {
+            let ours = criterion_ns(size, &format!("{op}/ours"));
+            let theirs = criterion_ns(size, &format!("{op}/bloomfilter"));
+            if let (Some(ours), Some(theirs)) = (ours, theirs) {
+                rows.push(Row {
+                    group: "core (criterion)",
+                    name: format!("{op} {size}, ns per item"),
+                    value: ours / per,
+                    unit: "ns",
+                    target: Some(("bloomfilter crate".into(), theirs / per, 1.0)),
+                });
+            }
+        }
+    }
+    if rows.is_empty() {
+        eprintln!("(no criterion results: run `cargo bench -p bf-filter --bench core` first)");
+    }
+}
+
+fn command_rows(server: &Server, rows: &mut Vec<Row>) {
+    let mut conn = server.conn();
+    let requests = size(1_000_000);
+    // Redis's own commands on one key, as the BF commands below work on one filter.
+    let set = measure(server, "set", requests, 1_000_000, &["SET", "k", "v"]);
+    let get = measure(server, "get", requests, 1_000_000, &["GET", "k"]);
+    // A small filter: 100,000 items at 1% (134 KB, in the CPU's caches), never past its capacity.
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "small", "0.01", "100000"]),
+        Frame::ok()
+    );
+    let add = measure(
+        server,
+        "bf.add",
+        requests,
+        100_000,
+        &["BF.ADD", "small", "item:__rand_int__"],
+    );
+    let exists = measure(
+        server,
+        "bf.exists",
+        requests,
+        100_000,
+        &["BF.EXISTS", "small", "item:__rand_int__"],
+    );
+    // The floor of any module command on Redis 7.0: open a key, read its value, reply; no filter
+    // work. What is left between it and GET is the module API's own cost.
+    let card = measure(server, "bf.card", requests, 100_000, &["BF.CARD", "small"]);
+    let items = size(10_000_000);
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "big", "0.01", &items.to_string()]),
+        Frame::ok()
+    );
+    fill(&mut conn, "big", items);
+    let big_add = measure(
+        server,
+        "bf.add",
+        requests,
+        items * 2,
+        &["BF.ADD", "big", "item:__rand_int__"],
+    );
+    let big_exists = measure(
+        server,
+        "bf.exists",
+        requests,
+        items * 2,
+        &["BF.EXISTS", "big", "item:__rand_int__"],
+    );
+    let rps = |m: &Measure| m.rps;
+    for (name, m, base, base_name, limit) in [
+        ("SET k v", &set, None, "", 0.0),
+        ("GET k", &get, None, "", 0.0),
+        (
+            "BF.ADD, 100K-item filter (134 KB)",
+            &add,
+            Some(set.usec),
+            "SET",
+            1.25,
+        ),
+        (
+            "BF.EXISTS, 100K-item filter (134 KB)",
+            &exists,
+            Some(get.usec),
+            "GET",
+            1.25,
+        ),
+        (
+            "BF.CARD (module API floor: open key, reply)",
+            &card,
+            Some(get.usec),
+            "GET",
+            f64::INFINITY,
+        ),
+        (
+            "BF.ADD, 10M-item filter, full",
+            &big_add,
+            Some(set.usec),
+            "SET",
+            f64::INFINITY,
+        ),
+        (
+            "BF.EXISTS, 10M-item filter, full",
+            &big_exists,
+            Some(get.usec),
+            "GET",
+            f64::INFINITY,
+        ),
+    ] {
+        rows.push(Row {
+            group: "server cost (usec_per_call)",
+            name: name.to_string(),
+            value: m.usec,
+            unit: "us",
+            target: base.map(|b| (base_name.to_string(), b, limit)),
+        });
+        rows.push(Row {
+            group: "throughput (redis-benchmark, 50 clients, pipeline 16)",
+            name: name.to_string(),
+            value: rps(m),
+            unit: "req/s",
+            target: None,
+        });
+    }
+    conn.call(&["DEL", "big"]);
+}
+
+fn batch_rows(server: &Server, rows: &mut Vec<Row>) {
+    let mut conn = server.conn();
+    let capacity = size(100_000_000);
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "huge", "0.01", &capacity.to_string()]),
+        Frame::ok()
+    );
+    fill(&mut conn, "huge", capacity / 2);
+    let requests = size(50_000);
+    let batch = |verb: &str, key: &str| -> Vec<String> {
+        let mut args = vec![verb.to_string(), key.to_string()];
+        args.extend((0..100).map(|_| "item:__rand_int__".to_string()));
+        args
+    };
+    let per_item = |verb: &str, key: &str, keyspace: u64| -> f64 {
+        let args = batch(verb, key);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        measure(server, &verb.to_lowercase(), requests, keyspace, &args).usec * 1000.0 / 100.0
+    };
+    let small_madd = per_item("BF.MADD", "small", 100_000);
+    let small_mexists = per_item("BF.MEXISTS", "small", 100_000);
+    let huge_madd = per_item("BF.MADD", "huge", capacity);
+    let huge_mexists = per_item("BF.MEXISTS", "huge", capacity);
+    for (name, value, base) in [
+        (
+            "BF.MADD x100, 100K-item filter (in cache)",
+            small_madd,
+            None,
+        ),
+        (
+            "BF.MEXISTS x100, 100K-item filter (in cache)",
+            small_mexists,
+            None,
+        ),
+        (
+            "BF.MADD x100, 100M-item filter half full (138 MB)",
+            huge_madd,
+            Some(small_madd),
+        ),
+        (
+            "BF.MEXISTS x100, 100M-item filter half full (138 MB)",
+            huge_mexists,
+            Some(small_mexists),
+        ),
+    ] {
+        rows.push(Row {
+            group: "batches, ns per item",
+            name: name.into(),
+            value,
+            unit: "ns",
+            target: base.map(|b| ("same batch in cache".to_string(), b, 3.0)),
+        });
+    }
+    conn.call(&["DEL", "huge"]);
+}
+
+fn memory_rows(server: &Server, rows: &mut Vec<Row>) {
+    let mut conn = server.conn();
+    let items = size(10_000_000);
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "mem", "0.01", &items.to_string()]),
+        Frame::ok()
+    );
+    fill(&mut conn, "mem", items);
+    let usage = conn.call(&["MEMORY", "USAGE", "mem"]).int() as f64;
+    let debug = conn.call(&["BF.DEBUG", "mem"]).items();
+    let mut bit_bytes = 0.0;
+    for line in &debug[1..] {
+        let line = line.text();
+        let bytes = line
+            .split(' ')
+            .find_map(|t| t.strip_prefix("bytes:"))
+            .unwrap();
+        bit_bytes += bytes.parse::<f64>().unwrap();
+    }
+    let filters = (debug.len() - 1) as f64;
+    let card = conn.call(&["BF.CARD", "mem"]).int() as f64;
+    rows.push(Row {
+        group: "memory",
+        name: "MEMORY USAGE per item, 10M items at 1%".into(),
+        value: usage / card,
+        unit: "bytes",
+        target: Some(("theory at p/2 (11.03 bits)".into(), 11.0275 / 8.0, 1.01)),
+    });
+    rows.push(Row {
+        group: "memory",
+        name: "MEMORY USAGE over bit array + 512 B per sub-filter".into(),
+        value: usage,
+        unit: "bytes",
+        target: Some((
+            "bit array + 512 B/sub-filter".into(),
+            bit_bytes + 512.0 * filters,
+            1.01,
+        )),
+    });
+    conn.call(&["DEL", "mem"]);
+}
+
+fn persistence_rows(server: &Server, rows: &mut Vec<Row>) {
+    let mut conn = server.conn();
+    // 725 million items at 1% (first sub-filter at 0.5%): 1.0 GB of bits, 10 million items in.
+    let capacity = size(725_000_000);
+    conn.call(&["FLUSHALL"]);
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "rdb", "0.01", &capacity.to_string()]),
+        Frame::ok()
+    );
+    fill(&mut conn, "rdb", size(10_000_000));
+    let bytes = conn.call(&["BF.INFO", "rdb", "SIZE"]).items()[0].int();
+    let save_filter = seconds(|| assert_eq!(conn.call(&["SAVE"]), Frame::ok()));
+    let load_filter =
+        seconds(|| assert_eq!(conn.call(&["DEBUG", "RELOAD", "NOSAVE"]), Frame::ok()));
+    // The same bytes as plain strings: the filter's own chunks, through a file so that the
+    // filter is gone before the strings are made (one gigabyte at a time).
+    let spool = server.dir.join("chunks.bin");
+    let mut lengths = Vec::new();
+    {
+        use std::io::Write;
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&spool).unwrap());
+        let mut iterator = 1;
+        loop {
+            let reply = conn
+                .call(&["BF.SCANDUMP", "rdb", &iterator.to_string()])
+                .items();
+            iterator = reply[0].int();
+            if iterator == 0 {
+                break;
+            }
+            let data = reply[1].bytes();
+            file.write_all(&data).unwrap();
+            lengths.push(data.len());
+        }
+    }
+    conn.call(&["FLUSHALL"]);
+    {
+        use std::io::Read;
+        let mut file = std::fs::File::open(&spool).unwrap();
+        for (index, len) in lengths.iter().enumerate() {
+            let mut data = vec![0; *len];
+            file.read_exact(&mut data).unwrap();
+            let key = format!("str:{index}");
+            assert_eq!(
+                conn.call(&[&b"SET"[..], key.as_bytes(), &data]),
+                Frame::ok()
+            );
+        }
+    }
+    let _ = std::fs::remove_file(&spool);
+    let save_strings = seconds(|| assert_eq!(conn.call(&["SAVE"]), Frame::ok()));
+    let load_strings =
+        seconds(|| assert_eq!(conn.call(&["DEBUG", "RELOAD", "NOSAVE"]), Frame::ok()));
+    conn.call(&["FLUSHALL"]);
+    let label = format!("{:.2} GB", bytes as f64 / 1e9);
+    rows.push(Row {
+        group: "persistence",
+        name: format!("RDB SAVE, {label} filter"),
+        value: save_filter,
+        unit: "s",
+        target: Some(("same bytes as strings".into(), save_strings, 1.2)),
+    });
+    rows.push(Row {
+        group: "persistence",
+        name: format!("RDB load, {label} filter"),
+        value: load_filter,
+        unit: "s",
+        target: Some(("same bytes as strings".into(), load_strings, 1.2)),
+    });
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+            })
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let date = Command::new("date")
+        .arg("+%Y-%m-%d")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let redis = Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .nth(2)
+                .unwrap_or("")
+                .to_string()
+        })
+        .unwrap_or_default();
+    format!(
+        "{date}, {cpu}, {cores} cores, Redis {}",
+        redis.trim_start_matches("v=")
+    )
+}
+
+fn print_table(rows: &[Row], machine: &str) {
+    println!(
+        "\nredis-bf benchmark: {machine}{}\n",
+        if quick() {
+            " (BENCH_QUICK: not for numbers)"
+        } else {
+            ""
+        }
+    );
+    let mut group = "";
+    for row in rows {
+        if row.group != group {
+            group = row.group;
+            println!("{group}");
+        }
+        let versus = match (&row.target, row.ratio(), row.met()) {
+            (Some((name, base, limit)), Some(ratio), Some(met)) => {
+                let limit = if limit.is_finite() {
+                    format!(
+                        " (target <= {limit}x: {})",
+                        if met { "met" } else { "MISSED" }
+                    )
+                } else {
+                    String::new()
+                };
+                format!("  vs {name} {base:.3}: {ratio:.2}x{limit}")
+            }
+            _ => String::new(),
+        };
+        println!(
+            "  {:<58} {:>14.3} {:<5}{versus}",
+            row.name, row.value, row.unit
+        );
+    }
+}
+
+fn json(rows: &[Row], machine: &str) -> String {
+    let escape = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+    let mut out = format!(
+        "{{\n  \"machine\": \"{}\",\n  \"quick\": {},\n  \"rows\": [\n",
+        escape(machine),
+        quick()
+    );
+    for (index, row) in rows.iter().enumerate() {
+        let target = match (&row.target, row.ratio(), row.met()) {
+            (Some((name, base, limit)), Some(ratio), Some(met)) => format!(
+                ", \"baseline\": \"{}\", \"baseline_value\": {base}, \"ratio\": {ratio}, \"target_ratio\": {}, \"met\": {met}",
+                escape(name),
+                if limit.is_finite() { limit.to_string() } else { "null".into() }
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "    {{\"group\": \"{}\", \"name\": \"{}\", \"value\": {}, \"unit\": \"{}\"{target}}}{}",
+            escape(row.group),
+            escape(&row.name),
+            row.value,
+            row.unit,
+            if index + 1 < rows.len() { "," } else { "" }
+        );
+    }
+    out.push_str("  ]\n}\n");
+    out
+}
+
+/// A bar chart of every ratio against its baseline (1.0), with the target marked.
+fn svg(rows: &[Row], machine: &str) -> String {
+    let rated: Vec<&Row> = rows.iter().filter(|r| r.ratio().is_some()).collect();
+    let (left, width, bar, gap) = (420.0, 420.0, 18.0, 8.0);
+    let height = 70.0 + rated.len() as f64 * (bar + gap);
+    let max = rated
+        .iter()
+        .filter_map(|r| r.ratio())
+        .chain(
+            rated
+                .iter()
+                .filter_map(|r| r.target.as_ref().map(|t| t.2))
+                .filter(|l| l.is_finite()),
+        )
+        .fold(1.5f64, f64::max);
+    let x = |ratio: f64| left + ratio / max * width;
+    let mut out = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"10\" y=\"20\" font-size=\"14\">redis-bf: each measure over its baseline (lower is better; | marks the target)</text>\n\
+         <text x=\"10\" y=\"38\" fill=\"#555\">{}</text>\n",
+        left + width + 80.0,
+        machine.replace('&', "&amp;").replace('<', "&lt;")
+    );
+    let _ = writeln!(out, "<line x1=\"{0}\" y1=\"50\" x2=\"{0}\" y2=\"{1}\" stroke=\"#999\" stroke-dasharray=\"3,3\"/>", x(1.0), height - 10.0);
+    for (index, row) in rated.iter().enumerate() {
+        let y = 55.0 + index as f64 * (bar + gap);
+        let ratio = row.ratio().unwrap_or(0.0);
+        let color = match row.met() {
+            Some(true) => "#3a7d44",
+            _ => "#b33",
+        };
+        let label = format!(
+            "{} ({})",
+            row.name,
+            row.target.as_ref().map_or("", |t| t.0.as_str())
+        );
+        let _ = writeln!(
+            out,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+            left - 8.0,
+            y + 13.0,
+            label.replace('&', "&amp;").replace('<', "&lt;")
+        );
+        let _ = writeln!(
+            out,
+            "<rect x=\"{left}\" y=\"{y}\" width=\"{:.1}\" height=\"{bar}\" fill=\"{color}\"/>",
+            x(ratio) - left
+        );
+        let _ = writeln!(
+            out,
+            "<text x=\"{:.1}\" y=\"{}\">{ratio:.2}x</text>",
+            x(ratio) + 4.0,
+            y + 13.0
+        );
+        if let Some((_, _, limit)) = &row.target {
+            if limit.is_finite() {
+                let _ = writeln!(out, "<line x1=\"{0:.1}\" y1=\"{1}\" x2=\"{0:.1}\" y2=\"{2}\" stroke=\"black\" stroke-width=\"2\"/>", x(*limit), y - 2.0, y + bar + 2.0);
+            }
+        }
+    }
+    out.push_str("</svg>\n");
+    out
+}

@@ -1,0 +1,268 @@
+//! The stored form of a chain: the sequence of fields an RDB file (and so DUMP/RESTORE and
+//! replication) holds for one filter, written and read through a field stream so that the same
+//! code serves the server's RDB reader and plain bytes (tests and fuzzing).
+//!
+//! ```text
+//! unsigned  hash family            0 = xxh3-128 with the probe sequence of `hash`
+//! unsigned  expansion              0 = NONSCALING
+//! unsigned  number of sub-filters  at least 1
+//! per sub-filter, oldest first:
+//!   unsigned capacity, double error, unsigned hash count, unsigned bits, unsigned items
+//!   the bit array as string fields, one per piece (`bits::piece_lengths`)
+//! ```
+//!
+//! Reading checks every field against what was actually read, before anything is allocated for
+//! it: the hash count and bit count must be the ones the sizing gives for the capacity and error,
+//! the sub-filters must follow the chain's growth rule, and each piece must have exactly its
+//! expected length. Memory is taken one piece at a time, after that piece was read, so a forged
+//! header cannot make a reader allocate more than its input holds.
+
+use crate::bits::{piece_lengths, BitStore};
+use crate::chain::check_successor;
+use crate::sub_filter::check_stored;
+use crate::{Chain, FilterError, Growth, Shape, SubFilter};
+
+/// Hash family 0: xxh3-128 and the probe sequence of `crate::hash`.
+pub const HASH_FAMILY_XXH3: u64 = 0;
+
+/// Where stored fields come from. `None` means the input ended (or failed) before the field.
+pub trait FieldSource {
+    /// The next field, an unsigned number.
+    fn unsigned(&mut self) -> Option<u64>;
+    /// The next field, a double.
+    fn double(&mut self) -> Option<f64>;
+    /// The next field, a byte string, if it has exactly `expected` bytes; the source must not
+    /// allocate for a string longer than what it actually holds.
+    fn buffer(&mut self, expected: usize) -> Result<Box<[u8]>, LoadError>;
+}
+
+/// Where stored fields go.
+pub trait FieldSink {
+    fn unsigned(&mut self, value: u64);
+    fn double(&mut self, value: f64);
+    fn buffer(&mut self, bytes: &[u8]);
+}
+
+/// Why stored data could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadError {
+    /// The input ended before the chain did.
+    Truncated,
+    /// A field is inconsistent; the text says which.
+    Corrupt(String),
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Truncated => f.write_str("the data ends early"),
+            LoadError::Corrupt(what) => f.write_str(what),
+        }
+    }
+}
+
+impl From<FilterError> for LoadError {
+    fn from(err: FilterError) -> LoadError {
+        match err {
+            FilterError::Corrupt(what) => LoadError::Corrupt(what.to_string()),
+            other => LoadError::Corrupt(format!("{other:?}")),
+        }
+    }
+}
+
+/// Writes a chain's fields.
+pub fn save(chain: &Chain, sink: &mut impl FieldSink) {
+    sink.unsigned(HASH_FAMILY_XXH3);
+    sink.unsigned(match chain.growth() {
+        Growth::Scaling { expansion } => u64::from(expansion),
+        Growth::Fixed => 0,
+    });
+    sink.unsigned(chain.filters().len() as u64);
+    for filter in chain.filters() {
+        let shape = filter.shape();
+        sink.unsigned(shape.capacity);
+        sink.double(shape.error);
+        sink.unsigned(u64::from(shape.hash_count));
+        sink.unsigned(shape.bits);
+        sink.unsigned(filter.items());
+        for piece in filter.bits().pieces() {
+            sink.buffer(piece);
+        }
+    }
+}
+
+/// Reads a chain's fields, checking every one (see the module documentation).
+pub fn load(source: &mut impl FieldSource) -> Result<Chain, LoadError> {
+    let mut unsigned = || source.unsigned().ok_or(LoadError::Truncated);
+    let family = unsigned()?;
+    if family != HASH_FAMILY_XXH3 {
+        return Err(LoadError::Corrupt(format!("unknown hash family {family}")));
+    }
+    let growth = match unsigned()? {
+        0 => Growth::Fixed,
+        expansion => Growth::scaling(expansion)
+            .map_err(|_| LoadError::Corrupt(format!("bad expansion {expansion}")))?,
+    };
+    let count = unsigned()?;
+    if count == 0 {
+        return Err(LoadError::Corrupt("no sub-filters".into()));
+    }
+    // Grown as sub-filters arrive: the count alone justifies no allocation.
+    let mut filters: Vec<SubFilter> = Vec::new();
+    for _ in 0..count {
+        let capacity = source.unsigned().ok_or(LoadError::Truncated)?;
+        let error = source.double().ok_or(LoadError::Truncated)?;
+        let hash_count = source.unsigned().ok_or(LoadError::Truncated)?;
+        let bits = source.unsigned().ok_or(LoadError::Truncated)?;
+        let items = source.unsigned().ok_or(LoadError::Truncated)?;
+        let shape = Shape {
+            capacity,
+            error,
+            hash_count: u32::try_from(hash_count)
+                .map_err(|_| LoadError::Corrupt("hash count out of range".into()))?,
+            bits,
+        };
+        check_stored(&shape, items)?;
+        if let Some(older) = filters.last() {
+            check_successor(growth, older.shape(), older.items(), &shape)?;
+        }
+        let mut pieces = Vec::new();
+        for len in piece_lengths(bits) {
+            pieces.push(source.buffer(len)?);
+        }
+        let store = BitStore::from_pieces(bits, pieces)
+            .ok_or_else(|| LoadError::Corrupt("bad bit-array pieces".into()))?;
+        filters.push(SubFilter::from_parts(shape, items, store)?);
+    }
+    Ok(Chain::from_parts(growth, filters)?)
+}
+
+/// Fields as plain bytes, for tests and fuzzing: a tag byte (1 unsigned, 2 double, 3 string),
+/// then the value (8 bytes little-endian, or an 8-byte length and the bytes).
+#[derive(Debug, Default)]
+pub struct ByteFields<'a> {
+    input: &'a [u8],
+}
+
+impl<'a> ByteFields<'a> {
+    /// Reads fields from `input`.
+    pub fn new(input: &'a [u8]) -> ByteFields<'a> {
+        ByteFields { input }
+    }
+
+    /// Bytes left unread.
+    pub fn remaining(&self) -> usize {
+        self.input.len()
+    }
+
+    fn tagged(&mut self, tag: u8) -> Option<u64> {
+        let (&found, rest) = self.input.split_first()?;
+        if found != tag {
+            return None;
+        }
+        let (value, rest) = rest.split_first_chunk::<8>()?;
+        self.input = rest;
+        Some(u64::from_le_bytes(*value))
+    }
+}
+
+impl FieldSource for ByteFields<'_> {
+    fn unsigned(&mut self) -> Option<u64> {
+        self.tagged(1)
+    }
+
+    fn double(&mut self) -> Option<f64> {
+        self.tagged(2).map(f64::from_bits)
+    }
+
+    fn buffer(&mut self, expected: usize) -> Result<Box<[u8]>, LoadError> {
+        let len = self.tagged(3).ok_or(LoadError::Truncated)?;
+        if len != expected as u64 {
+            return Err(LoadError::Corrupt(format!(
+                "a bit-array piece of {len} bytes, not {expected}"
+            )));
+        }
+        // Checked against what is there before a byte is allocated.
+        if self.input.len() < expected {
+            return Err(LoadError::Truncated);
+        }
+        let (bytes, rest) = self.input.split_at(expected);
+        self.input = rest;
+        Ok(bytes.into())
+    }
+}
+
+/// Writes fields as [`ByteFields`] reads them.
+#[derive(Debug, Default)]
+pub struct ByteSink {
+    /// The bytes written so far.
+    pub bytes: Vec<u8>,
+}
+
+impl FieldSink for ByteSink {
+    fn unsigned(&mut self, value: u64) {
+        self.bytes.push(1);
+        self.bytes.extend_from_slice(&value.to_le_bytes());
+    }
+
+    fn double(&mut self, value: f64) {
+        self.bytes.push(2);
+        self.bytes.extend_from_slice(&value.to_bits().to_le_bytes());
+    }
+
+    fn buffer(&mut self, bytes: &[u8]) {
+        self.bytes.push(3);
+        self.bytes
+            .extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+        self.bytes.extend_from_slice(bytes);
+    }
+}
+
+/// A chain as bytes (see [`ByteFields`]).
+pub fn to_bytes(chain: &Chain) -> Vec<u8> {
+    let mut sink = ByteSink::default();
+    save(chain, &mut sink);
+    sink.bytes
+}
+
+/// A chain from bytes written by [`to_bytes`]; trailing bytes are an error.
+pub fn from_bytes(bytes: &[u8]) -> Result<Chain, LoadError> {
+    let mut fields = ByteFields::new(bytes);
+    let chain = load(&mut fields)?;
+    if fields.remaining() != 0 {
+        return Err(LoadError::Corrupt("data after the filter".into()));
+    }
+    Ok(chain)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(capacity: u64, growth: Growth, items: u32) -> Chain {
+        let mut chain = Chain::new(capacity, 0.01, growth, u64::MAX).unwrap();
+        for i in 0..items {
+            chain.add(&i.to_le_bytes(), u64::MAX).unwrap();
+        }
+        chain
+    }
+
+    #[test]
+    fn chains_round_trip_through_their_stored_form() {
+        for chain in [
+            chain(100, Growth::Scaling { expansion: 2 }, 0),
+            chain(10, Growth::Scaling { expansion: 3 }, 500),
+            chain(2000, Growth::Fixed, 2000),
+        ] {
+            assert_eq!(from_bytes(&to_bytes(&chain)), Ok(chain));
+        }
+    }
+
+    #[test]
+    fn every_truncation_is_refused() {
+        let bytes = to_bytes(&chain(10, Growth::Scaling { expansion: 2 }, 40));
+        for len in 0..bytes.len() {
+            assert!(from_bytes(&bytes[..len]).is_err(), "cut at {len}");
+        }
+    }
+}
