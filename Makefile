@@ -12,7 +12,7 @@ DEBIAN_PACKAGES := redis-server redis-tools libclang-dev build-essential python3
 VENV := target/venv
 PY_CLIENTS := redis==8.1.0
 
-.PHONY: all deps build run test lint unit integration clients bench clean
+.PHONY: all deps build run test lint unit integration clients bench fuzz clean
 
 all: build
 
@@ -77,6 +77,17 @@ test: lint build clients
 bench: build
 	cargo bench -p bf-filter --bench core
 	cargo bench -p redis-bf --bench e2e
+
+# Fuzzing (never part of `make test`): each target for FUZZ_SECONDS (default 60). The corpora
+# live in fuzz/corpus and are replayed by `make test`; a crash is written to fuzz/artifacts: copy it
+# to fuzz/regressions/<target>/ so that `make test` replays it too, then fix it.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := arguments chunks stored
+fuzz: deps
+	@command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+	cd fuzz && for target in $(FUZZ_TARGETS); do \
+	  RUSTC_BOOTSTRAP=1 cargo fuzz run $$target -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 || exit 1; \
+	done
 
 clean:
 	cargo clean

@@ -8,6 +8,8 @@ mod commands;
 mod config;
 mod datatype;
 mod error;
+#[cfg(any(test, feature = "standalone"))]
+pub mod fuzzing;
 mod glue;
 mod stats;
 
@@ -114,13 +116,15 @@ fn init(ctx: &Context, args: &[RedisString]) -> Status {
     Status::Ok
 }
 
-#[cfg(not(test))]
+// Inside Redis every byte goes through the server's allocator. Unit tests, and the fuzzers that
+// link this crate (feature `standalone`), run outside Redis with the system's.
+#[cfg(not(any(test, feature = "standalone")))]
 type Allocator = glue::alloc::RedisAllocator;
-#[cfg(not(test))]
+#[cfg(not(any(test, feature = "standalone")))]
 const ALLOCATOR: Allocator = glue::alloc::RedisAllocator;
-#[cfg(test)]
+#[cfg(any(test, feature = "standalone"))]
 type Allocator = std::alloc::System;
-#[cfg(test)]
+#[cfg(any(test, feature = "standalone"))]
 const ALLOCATOR: Allocator = std::alloc::System;
 
 redis_module! {

@@ -126,6 +126,7 @@ impl Server {
                 .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
                 .args(["--enable-debug-command", "yes"])
                 .args(["--repl-diskless-sync-delay", "0"])
+                .args(["--loglevel", "verbose"])
                 .arg("--logfile")
                 .arg(&log);
             if !self.options.without_module {
@@ -291,9 +292,20 @@ impl Drop for Server {
             let status = self.child.as_mut().map(|child| child.try_wait());
             let log = self.log();
             let tail: Vec<&str> = log.lines().rev().take(15).collect();
+            let sockets = Command::new("ss")
+                .args(["-tanp"])
+                .output()
+                .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+                .unwrap_or_default();
+            let sockets: Vec<&str> = sockets
+                .lines()
+                .filter(|line| line.contains(&format!(":{} ", self.port)))
+                .collect();
             eprintln!(
-                "server on port {} (process state {status:?}), last log lines:\n{}",
+                "server on port {} (pid {:?}, process state {status:?}), sockets on the port:\n{}\nlast log lines:\n{}",
                 self.port,
+                self.child.as_ref().map(Child::id),
+                sockets.join("\n"),
                 tail.into_iter().rev().collect::<Vec<_>>().join("\n")
             );
         }

@@ -8,6 +8,7 @@
 pub mod bits;
 pub mod chain;
 pub mod dump;
+pub mod fuzzing;
 pub mod hash;
 pub mod sizing;
 pub mod stored;

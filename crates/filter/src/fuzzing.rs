@@ -1,0 +1,51 @@
+//! Entry points for the fuzzers (`fuzz/`) and for the test that replays their corpora in
+//! `make test`: each takes arbitrary bytes and must never panic.
+
+use crate::dump::{chunk_offset, Header};
+use crate::stored::{from_bytes, to_bytes};
+
+/// Headers describing more than this are refused here, as BF.LOADCHUNK refuses them past
+/// bf.max-filter-bytes (the fuzzer's memory is not the point).
+const LIMIT: u64 = 64 << 20;
+
+/// BF.LOADCHUNK's decoding. Input: a little-endian u16 header length, the header, then repeated
+/// (u64 iterator, u16 length, bytes) data chunks. A filter that loads must answer lookups and
+/// adds.
+pub fn chunks(data: &[u8]) {
+    let Some((len, rest)) = data.split_first_chunk::<2>() else {
+        return;
+    };
+    let len = usize::from(u16::from_le_bytes(*len)).min(rest.len());
+    let (header, mut rest) = rest.split_at(len);
+    let Ok(header) = Header::parse(header) else {
+        return;
+    };
+    if header.planned_bytes() > LIMIT {
+        return;
+    }
+    let Ok(mut chain) = header.into_chain() else {
+        return;
+    };
+    while let Some((iterator, tail)) = rest.split_first_chunk::<8>() {
+        let Some((len, tail)) = tail.split_first_chunk::<2>() else {
+            break;
+        };
+        let len = usize::from(u16::from_le_bytes(*len)).min(tail.len());
+        let (chunk, tail) = tail.split_at(len);
+        if let Some(offset) = chunk_offset(u64::from_le_bytes(*iterator), chunk.len()) {
+            let _ = chain.load_chunk(offset, chunk);
+        }
+        rest = tail;
+    }
+    let _ = chain.contains(b"probe");
+    let _ = chain.add(b"probe", LIMIT);
+}
+
+/// The RDB decoder fed from bytes: a chain or an error, and a chain that loads saves back to the
+/// same bytes (the stored form is canonical).
+pub fn stored(data: &[u8]) {
+    if let Ok(chain) = from_bytes(data) {
+        assert_eq!(to_bytes(&chain), data, "the stored form is canonical");
+        let _ = chain.contains(b"probe");
+    }
+}

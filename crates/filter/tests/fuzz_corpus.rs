@@ -1,0 +1,37 @@
+//! Every input the fuzzers kept (and every crash they ever found, under `fuzz/regressions`) runs
+//! through the decoders again in `make test`.
+
+use std::path::Path;
+
+fn replay(target: &str, run: fn(&[u8])) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let mut inputs = 0;
+    for dir in [
+        root.join("corpus").join(target),
+        root.join("regressions").join(target),
+    ] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let data = std::fs::read(&path).unwrap();
+            run(&data);
+            inputs += 1;
+        }
+    }
+    assert!(
+        inputs > 3,
+        "the {target} corpus is missing: {inputs} inputs"
+    );
+}
+
+#[test]
+fn the_chunks_corpus_decodes_without_panicking() {
+    replay("chunks", bf_filter::fuzzing::chunks);
+}
+
+#[test]
+fn the_stored_corpus_decodes_without_panicking() {
+    replay("stored", bf_filter::fuzzing::stored);
+}
