@@ -68,6 +68,15 @@ impl Envelope {
         self.seal(full[..self.head.len() + len].to_vec())
     }
 
+    /// A real payload with its body changed by `change`, sealed again with a valid CRC.
+    pub fn altered(&self, full: &[u8], change: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+        let mut body = full[self.head.len()..full.len() - 10].to_vec();
+        change(&mut body);
+        let mut out = self.head.clone();
+        out.extend(body);
+        self.seal(out)
+    }
+
     /// Appends version and CRC.
     fn seal(&self, mut body: Vec<u8>) -> Vec<u8> {
         body.extend(self.version);

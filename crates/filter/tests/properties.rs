@@ -1,0 +1,163 @@
+//! Properties of the stored form (RDB) and the dump (SCANDUMP/LOADCHUNK), over generated inputs:
+//! any filter loads back bit-identically, and any input that is not a valid one is refused
+//! without panicking and without allocating more than its own length justifies.
+
+use bf_filter::dump::{chunk_offset, header, next_iterator, Header};
+use bf_filter::stored::{from_bytes, to_bytes};
+use bf_filter::{Chain, Growth};
+use proptest::prelude::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Counts the bytes allocated, to measure the peak of one decode.
+struct Counting;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator unchanged; the counters are plain atomics.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let now = CURRENT.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
+        PEAK.fetch_max(now, Ordering::SeqCst);
+        System.alloc(layout)
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let now = CURRENT.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
+        PEAK.fetch_max(now, Ordering::SeqCst);
+        System.alloc_zeroed(layout)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        CURRENT.fetch_sub(layout.size(), Ordering::SeqCst);
+        System.dealloc(ptr, layout)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// The most bytes `run` had allocated at once, beyond what was allocated before it. Tests in this
+/// file run one at a time (see `lock`), so no other thread moves the counters.
+fn peak_of<T>(run: impl FnOnce() -> T) -> (T, usize) {
+    let before = CURRENT.load(Ordering::SeqCst);
+    PEAK.store(before, Ordering::SeqCst);
+    let result = run();
+    (result, PEAK.load(Ordering::SeqCst) - before)
+}
+
+/// Serializes the tests of this file, for the allocation counters.
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A filter of any shape, with some items in it.
+fn any_chain() -> impl Strategy<Value = Chain> {
+    (
+        1u64..3000,
+        prop_oneof![Just(0.5), Just(0.1), Just(0.01), 1e-6f64..0.9],
+        prop_oneof![
+            Just(Growth::Fixed),
+            (1u32..6).prop_map(|e| Growth::Scaling { expansion: e })
+        ],
+        0u32..4000,
+    )
+        .prop_map(|(capacity, error, growth, items)| {
+            let mut chain = Chain::new(capacity, error, growth, u64::MAX).unwrap();
+            for i in 0..items {
+                if chain.add(&i.to_le_bytes(), u64::MAX).is_err() {
+                    break;
+                }
+            }
+            chain
+        })
+}
+
+/// A chain's dump, rebuilt the way BF.LOADCHUNK rebuilds it.
+fn through_dump(chain: &Chain) -> Chain {
+    let mut loaded = Header::parse(&header(chain)).unwrap().into_chain().unwrap();
+    let mut offset = 0;
+    while let Some(chunk) = chain.chunk(offset).filter(|c| !c.is_empty()) {
+        let iterator = next_iterator(offset, chunk.len());
+        loaded
+            .load_chunk(chunk_offset(iterator, chunk.len()).unwrap(), &chunk)
+            .unwrap();
+        offset += chunk.len() as u64;
+    }
+    loaded
+}
+
+/// Damage to a valid input: a flipped byte, a cut, a duplicated or dropped slice.
+fn damaged(input: Vec<u8>, kind: u8, at: usize, value: u8) -> Vec<u8> {
+    let mut bytes = input;
+    if bytes.is_empty() {
+        return bytes;
+    }
+    let at = at % bytes.len();
+    match kind % 4 {
+        0 => bytes[at] ^= value | 1,
+        1 => bytes.truncate(at),
+        2 => {
+            let slice = bytes[at..].iter().take(16).copied().collect::<Vec<_>>();
+            bytes.splice(at..at, slice);
+        }
+        _ => {
+            let end = (at + 1 + usize::from(value)).min(bytes.len());
+            bytes.drain(at..end);
+        }
+    }
+    bytes
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn any_filter_round_trips_through_rdb_and_dump_bit_identically(chain in any_chain()) {
+        let _guard = lock();
+        let stored = from_bytes(&to_bytes(&chain));
+        prop_assert_eq!(stored.as_ref(), Ok(&chain));
+        prop_assert_eq!(&through_dump(&chain), &chain);
+    }
+
+    #[test]
+    fn garbage_is_refused_within_its_size(bytes in proptest::collection::vec(any::<u8>(), 0..4096)) {
+        let _guard = lock();
+        let (stored, peak) = peak_of(|| from_bytes(&bytes).is_ok());
+        prop_assert!(peak <= 8 * bytes.len() + 4096, "stored: {} bytes for {}", peak, bytes.len());
+        let (parsed, peak) = peak_of(|| Header::parse(&bytes).is_ok());
+        prop_assert!(peak <= 2 * bytes.len() + 1024, "header: {} bytes for {}", peak, bytes.len());
+        // Random bytes are never a valid filter.
+        prop_assert!(!stored && !parsed);
+    }
+
+    #[test]
+    fn damaged_filters_are_refused_or_still_canonical_within_their_size(
+        chain in any_chain(),
+        kind in any::<u8>(),
+        at in any::<usize>(),
+        value in any::<u8>(),
+    ) {
+        let _guard = lock();
+        let bytes = damaged(to_bytes(&chain), kind, at, value);
+        let (loaded, peak) = peak_of(|| from_bytes(&bytes));
+        // What a load allocates is the filter its input carries: at most a few times its size.
+        prop_assert!(peak <= 8 * bytes.len() + 4096, "{} bytes for {}", peak, bytes.len());
+        if let Ok(loaded) = loaded {
+            // A flipped bit-array byte is still a valid filter, and re-encodes to the same input.
+            prop_assert_eq!(to_bytes(&loaded), bytes);
+        }
+        let head = damaged(header(&chain), kind, at, value);
+        let (parsed, peak) = peak_of(|| Header::parse(&head));
+        prop_assert!(peak <= 2 * head.len() + 1024, "{} bytes for {}", peak, head.len());
+        if let Ok(parsed) = parsed {
+            // A damage that still describes a valid filter (a byte of an item count, say):
+            // that filter's header is the damaged input, byte for byte.
+            if parsed.planned_bytes() < 64 << 20 {
+                prop_assert_eq!(header(&parsed.into_chain().unwrap()), head);
+            }
+        }
+    }
+}
