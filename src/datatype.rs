@@ -4,6 +4,7 @@
 //! The stored form is `bf_filter::stored`'s, in encoding version 100 (0 to 99 are left for
 //! reading RedisBloom's own layouts); this file only connects it to the server's RDB stream.
 
+use crate::glue::guard::guarded;
 use bf_filter::dump;
 use bf_filter::stored::{self, FieldSink, FieldSource, LoadError};
 use bf_filter::{Chain, Growth};
@@ -115,18 +116,33 @@ impl FieldSource for Rdb {
     }
 }
 
+/// No context to log through: the callbacks below run without one.
+const NO_CTX: *mut raw::RedisModuleCtx = std::ptr::null_mut();
+
 unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
-    stored::save(chain(value), &mut Rdb(rdb));
+    guarded(
+        NO_CTX,
+        "rdb_save",
+        || (),
+        || stored::save(chain(value), &mut Rdb(rdb)),
+    );
 }
 
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
-    let loaded = if encver == ENCODING_VERSION {
-        stored::load(&mut Rdb(rdb)).map_err(|err| err.to_string())
-    } else {
-        Err(format!(
-            "encoding version {encver} is not one this module reads"
-        ))
-    };
+    let loaded = guarded(
+        NO_CTX,
+        "rdb_load",
+        || Err("the loader failed (see the log)".to_string()),
+        || {
+            if encver == ENCODING_VERSION {
+                stored::load(&mut Rdb(rdb)).map_err(|err| err.to_string())
+            } else {
+                Err(format!(
+                    "encoding version {encver} is not one this module reads"
+                ))
+            }
+        },
+    );
     match loaded {
         Ok(chain) => {
             crate::stats::filter_added(&chain);
@@ -144,7 +160,16 @@ unsafe extern "C" fn aof_rewrite(
     key: *mut raw::RedisModuleString,
     value: *mut c_void,
 ) {
-    let chain = chain(value);
+    guarded(
+        NO_CTX,
+        "aof_rewrite",
+        || (),
+        || rewrite(aof, key, chain(value)),
+    );
+}
+
+/// Emits the BF.LOADCHUNK sequence of one filter.
+unsafe fn rewrite(aof: *mut raw::RedisModuleIO, key: *mut raw::RedisModuleString, chain: &Chain) {
     let emit = |iterator: u64, bytes: &[u8]| {
         raw::RedisModule_EmitAOF.unwrap()(
             aof,
@@ -191,11 +216,15 @@ const _: () = assert!(
 );
 
 unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
-    memory_usage(chain(value))
+    guarded(NO_CTX, "mem_usage", || 0, || memory_usage(chain(value)))
 }
 
 unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    let chain = chain(value);
+    guarded(NO_CTX, "digest", || (), || digest_chain(md, chain(value)));
+}
+
+/// Feeds a filter's parameters and bits to DEBUG DIGEST.
+unsafe fn digest_chain(md: *mut raw::RedisModuleDigest, chain: &Chain) {
     let add_number = |number: u64| raw::RedisModule_DigestAddLongLong.unwrap()(md, number as i64);
     add_number(match chain.growth() {
         Growth::Scaling { expansion } => u64::from(expansion),
@@ -221,16 +250,23 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
 
 unsafe extern "C" fn free(value: *mut c_void) {
     let chain = Box::from_raw(value.cast::<Chain>());
-    crate::stats::filter_freed(&chain);
+    guarded(NO_CTX, "free", || (), || crate::stats::filter_freed(&chain));
     drop(chain);
 }
 
 unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
     // The number of blocks to hand back: a big filter (over 64 of them) is freed in the
     // background by UNLINK and lazy-free.
-    let mut blocks = 1;
-    chain(value).visit_allocations(&mut |_, _| blocks += 1);
-    blocks
+    guarded(
+        NO_CTX,
+        "free_effort",
+        || 1,
+        || {
+            let mut blocks = 1;
+            chain(value).visit_allocations(&mut |_, _| blocks += 1);
+            blocks
+        },
+    )
 }
 
 unsafe extern "C" fn copy(
@@ -238,7 +274,13 @@ unsafe extern "C" fn copy(
     _to: *mut raw::RedisModuleString,
     value: *const c_void,
 ) -> *mut c_void {
-    let copy = Box::new(chain(value).clone());
-    crate::stats::filter_added(&copy);
-    Box::into_raw(copy).cast()
+    // A copy the server has no memory for is refused (COPY answers an error), not an abort.
+    let copied = guarded(NO_CTX, "copy", || None, || chain(value).try_clone().ok());
+    match copied {
+        Some(copy) => {
+            crate::stats::filter_added(&copy);
+            Box::into_raw(Box::new(copy)).cast()
+        }
+        None => std::ptr::null_mut(),
+    }
 }

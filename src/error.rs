@@ -3,6 +3,7 @@
 //! The `Display` of [`BfError`] is the reply line, code first (`ERR`, `WRONGTYPE`). Tests assert
 //! these texts literally; change one only together with its test and the README.
 
+use crate::config::SizeLimit;
 use bf_filter::{FilterError, MAX_EXPANSION};
 use std::fmt;
 
@@ -39,6 +40,14 @@ pub enum BfError {
     UnknownArgument(String),
     /// The filter would take more than `bf.max-filter-bytes`.
     TooLarge { bytes: u64, limit: u64 },
+    /// The server had no memory for the filter (the try-allocate API said so).
+    OutOfMemory { bytes: u64 },
+    /// The filter (or its growth) would need `bytes` more than `maxmemory` leaves.
+    OverMaxMemory {
+        bytes: u64,
+        maxmemory: u64,
+        used: u64,
+    },
     /// A scaling filter cannot add another sub-filter.
     CannotGrow,
     /// A bug caught before it could take the server down.
@@ -46,14 +55,20 @@ pub enum BfError {
 }
 
 impl BfError {
-    /// The reply for a core error, given the byte limit that was in force.
-    pub fn from_filter(err: FilterError, limit: u64) -> BfError {
+    /// The reply for a chunk BF.LOADCHUNK could not take.
+    pub fn from_chunk(err: FilterError) -> BfError {
+        BfError::from_filter(err, &SizeLimit::unlimited())
+    }
+
+    /// The reply for a core error, given the size limit that was in force.
+    pub fn from_filter(err: FilterError, limit: &SizeLimit) -> BfError {
         match err {
             FilterError::BadErrorRate => BfError::BadErrorRate,
             FilterError::BadCapacity => BfError::BadCapacity,
             FilterError::BadExpansion => BfError::BadExpansion,
-            FilterError::TooLarge { bytes } => BfError::TooLarge { bytes, limit },
+            FilterError::TooLarge { bytes } => limit.refusal(bytes),
             FilterError::Full => BfError::NonScalingFull,
+            FilterError::OutOfMemory { bytes } => BfError::OutOfMemory { bytes },
             FilterError::CannotGrow => BfError::CannotGrow,
             FilterError::Corrupt(why) => BfError::BadChunk(why),
         }
@@ -91,6 +106,19 @@ impl fmt::Display for BfError {
             BfError::TooLarge { bytes, limit } => write!(
                 f,
                 "ERR filter would use {bytes} bytes, over bf.max-filter-bytes ({limit})"
+            ),
+            BfError::OutOfMemory { bytes } => write!(
+                f,
+                "ERR out of memory: the server could not allocate {bytes} bytes for the filter"
+            ),
+            BfError::OverMaxMemory {
+                bytes,
+                maxmemory,
+                used,
+            } => write!(
+                f,
+                "ERR filter would need {bytes} more bytes, more than maxmemory leaves \
+                 ({used} of {maxmemory} bytes used)"
             ),
             BfError::CannotGrow => f.write_str(
                 "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of range",
@@ -145,6 +173,12 @@ mod tests {
             BfError::BadChunk("why"),
             BfError::UnknownArgument("x".into()),
             BfError::TooLarge { bytes: 2, limit: 1 },
+            BfError::OutOfMemory { bytes: 1 },
+            BfError::OverMaxMemory {
+                bytes: 3,
+                maxmemory: 2,
+                used: 1,
+            },
             BfError::CannotGrow,
             BfError::Internal,
         ];

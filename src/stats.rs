@@ -60,6 +60,10 @@ pub fn error_replied() {
 /// The INFO callback: section `bf`, fields `bf_filters`, `bf_bytes`, `bf_adds`, `bf_lookups`,
 /// `bf_errors`.
 pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
+    crate::glue::guard::guarded(std::ptr::null_mut(), "INFO", || (), || add_info(ctx));
+}
+
+fn add_info(ctx: *mut raw::RedisModuleInfoCtx) {
     let fields: [(&std::ffi::CStr, i64); 5] = [
         (c"filters", FILTERS.load(Ordering::Relaxed)),
         (c"bytes", BYTES.load(Ordering::Relaxed)),

@@ -5,7 +5,7 @@ use super::{
     growth_words, is_option, once, parse_capacity, parse_error_rate, parse_expansion, unknown,
     value_of, Args,
 };
-use crate::config;
+use crate::config::{self, SizeLimit};
 use crate::datatype::memory_usage;
 use crate::error::BfError;
 use crate::glue::call::Call;
@@ -138,8 +138,13 @@ fn add_items(
         (false, None) => return Err(BfError::NotFound),
         (false, Some(creation)) => {
             let limit = call.size_limit();
-            let chain = Chain::new(creation.capacity, creation.error, creation.growth, limit)
-                .map_err(|err| BfError::from_filter(err, limit))?;
+            let chain = Chain::new(
+                creation.capacity,
+                creation.error,
+                creation.growth,
+                limit.bytes(),
+            )
+            .map_err(|err| BfError::from_filter(err, &limit))?;
             (key.create(chain)?, Some(creation))
         }
     };
@@ -151,9 +156,9 @@ fn add_items(
     // limit and measure the bytes before it only when it may come (both cost on the hot path).
     let may_grow = chain.may_grow_within(items.len() as u64);
     let limit = if may_grow {
-        call.size_limit()
+        call.size_limit().growing(chain.planned_size())
     } else {
-        u64::MAX
+        SizeLimit::unlimited()
     };
     let bytes_before = may_grow.then(|| memory_usage(chain));
     let mut added_any = false;
@@ -170,15 +175,15 @@ fn add_items(
         }
         Err(err) => {
             end = index;
-            refused = Some(BfError::from_filter(err, limit));
+            refused = Some(BfError::from_filter(err, &limit));
             false
         }
     };
     if items.len() == 1 {
         // One item has nothing to batch: no group buffer, no prefetching.
-        answer_one(chain.add(args.get(first_item), limit));
+        answer_one(chain.add(args.get(first_item), limit.bytes()));
     } else {
-        chain.add_many(items.map(|i| args.get(i)), limit, answer_one);
+        chain.add_many(items.map(|i| args.get(i)), limit.bytes(), answer_one);
     }
     if let Some(err) = refused {
         if answer == Answer::One {

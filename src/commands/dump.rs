@@ -45,22 +45,22 @@ pub fn loadchunk(call: &Call) -> Result<(), BfError> {
         if key.filter()?.is_some() {
             return Err(BfError::ItemExists);
         }
-        let header = Header::parse(data).map_err(|err| BfError::from_filter(err, 0))?;
+        let header = Header::parse(data).map_err(BfError::from_chunk)?;
         let limit = call.size_limit();
         let bytes = header.planned_bytes();
-        if bytes > limit {
-            return Err(BfError::TooLarge { bytes, limit });
+        if bytes > limit.bytes() {
+            return Err(limit.refusal(bytes));
         }
         let chain = header
             .into_chain()
-            .map_err(|err| BfError::from_filter(err, limit))?;
+            .map_err(|err| BfError::from_filter(err, &limit))?;
         key.create(chain)?;
     } else {
         let chain = key.filter_mut()?.ok_or(BfError::NotFound)?;
         let offset = chunk_offset(iterator, data.len()).ok_or(BfError::BadIterator)?;
         chain
             .load_chunk(offset, data)
-            .map_err(|err| BfError::from_filter(err, 0))?;
+            .map_err(BfError::from_chunk)?;
     }
     call.reply_ok();
     call.replicate_verbatim();

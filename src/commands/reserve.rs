@@ -64,8 +64,13 @@ pub fn reserve(call: &Call) -> Result<(), BfError> {
         return Err(BfError::ItemExists);
     }
     let limit = call.size_limit();
-    let chain = Chain::new(request.capacity, request.error, request.growth, limit)
-        .map_err(|err| BfError::from_filter(err, limit))?;
+    let chain = Chain::new(
+        request.capacity,
+        request.error,
+        request.growth,
+        limit.bytes(),
+    )
+    .map_err(|err| BfError::from_filter(err, &limit))?;
     key.create(chain)?;
     call.reply_ok();
     // Propagated with the growth spelled out: a replica's default expansion may differ.

@@ -1,9 +1,12 @@
 //! The global allocator inside Redis: every byte goes through the server's allocator, so
 //! `used_memory`, `maxmemory` and `MEMORY USAGE` see it.
 //!
-//! Unlike the allocator redis-module ships, this one forwards zeroed allocations to
-//! `RedisModule_Calloc` (a fresh filter's pages stay untouched until bits are set, instead of being
-//! written with zeros first) and reallocations to `RedisModule_Realloc` (which can grow in place).
+//! Where the running server has the try-allocate API (`RedisModule_TryAlloc`: Redis 7.0 has it;
+//! `TryCalloc` and `TryRealloc` came later), a failed allocation comes back as a null pointer
+//! instead of aborting the server: the filter code allocates its bit arrays fallibly and answers
+//! an error. Other allocations failing abort as Redis's own do. Zeroed allocations use
+//! `TryCalloc` when there is one, otherwise `TryAlloc` and zeroing (so the pages are touched, and
+//! the memory Redis counts is the memory the process holds); realloc can grow in place.
 
 use redis_module::raw;
 use std::alloc::{GlobalAlloc, Layout};
@@ -25,23 +28,46 @@ fn padded(layout: Layout) -> Option<usize> {
 // are valid. Sizes are padded to the alignment as explained on `padded`.
 unsafe impl GlobalAlloc for RedisAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        match (raw::RedisModule_Alloc, padded(layout)) {
-            (Some(alloc), Some(size)) => alloc(size).cast(),
+        let Some(size) = padded(layout) else {
+            return std::ptr::null_mut();
+        };
+        match (raw::RedisModule_TryAlloc, raw::RedisModule_Alloc) {
+            (Some(try_alloc), _) => try_alloc(size).cast(),
+            (None, Some(alloc)) => alloc(size).cast(),
             _ => std::ptr::null_mut(),
         }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        match (raw::RedisModule_Calloc, padded(layout)) {
-            (Some(calloc), Some(size)) => calloc(1, size).cast(),
+        let Some(size) = padded(layout) else {
+            return std::ptr::null_mut();
+        };
+        match (
+            raw::RedisModule_TryCalloc,
+            raw::RedisModule_TryAlloc,
+            raw::RedisModule_Calloc,
+        ) {
+            (Some(try_calloc), _, _) => try_calloc(1, size).cast(),
+            (None, Some(try_alloc), _) => {
+                let block = try_alloc(size).cast::<u8>();
+                if !block.is_null() {
+                    block.write_bytes(0, size);
+                }
+                block
+            }
+            (None, None, Some(calloc)) => calloc(1, size).cast(),
             _ => std::ptr::null_mut(),
         }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
-        match (raw::RedisModule_Realloc, padded(new_layout)) {
-            (Some(realloc), Some(size)) => realloc(ptr.cast::<c_void>(), size).cast(),
+        let Some(size) = padded(new_layout) else {
+            return std::ptr::null_mut();
+        };
+        match (raw::RedisModule_TryRealloc, raw::RedisModule_Realloc) {
+            (Some(try_realloc), _) => try_realloc(ptr.cast::<c_void>(), size).cast(),
+            (None, Some(realloc)) => realloc(ptr.cast::<c_void>(), size).cast(),
             _ => std::ptr::null_mut(),
         }
     }

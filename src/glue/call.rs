@@ -2,6 +2,7 @@
 //! The only place command code meets the reply half of the module API.
 
 use crate::commands::Args;
+use crate::config::SizeLimit;
 use crate::error::BfError;
 use redis_module::raw;
 use std::cell::Cell;
@@ -121,13 +122,41 @@ impl<'a> Call<'a> {
         true
     }
 
-    /// The most bytes a filter may take for this command: `bf.max-filter-bytes`, or no limit for
-    /// a command from a primary or an AOF, which must apply as it did where it was first run.
-    pub fn size_limit(&self) -> u64 {
+    /// What a filter this command creates or grows may take: `bf.max-filter-bytes` and the room
+    /// under `maxmemory`; no limit for a command from a primary or an AOF, which must apply as it
+    /// did where it was first run.
+    pub fn size_limit(&self) -> SizeLimit {
         if self.is_replay() {
-            u64::MAX
+            SizeLimit::unlimited()
         } else {
-            crate::config::max_filter_bytes()
+            SizeLimit::new(self.memory())
+        }
+    }
+
+    /// `maxmemory` and the memory in use, if a maxmemory is set.
+    fn memory(&self) -> Option<(u64, u64)> {
+        // SAFETY: a valid context; the server-info data is freed before returning.
+        unsafe {
+            // Cheap first: the ratio is 0 when no maxmemory is set.
+            if raw::RedisModule_GetUsedMemoryRatio?() <= 0.0 {
+                return None;
+            }
+            let info = raw::RedisModule_GetServerInfo?(self.ctx, c"memory".as_ptr());
+            if info.is_null() {
+                return None;
+            }
+            let field = |name: &CStr| {
+                let mut err = 0;
+                let value = raw::RedisModule_ServerInfoGetFieldUnsigned.unwrap()(
+                    info,
+                    name.as_ptr(),
+                    &mut err,
+                );
+                (err == 0).then_some(value)
+            };
+            let memory = field(c"maxmemory").zip(field(c"used_memory"));
+            raw::RedisModule_FreeServerInfo.unwrap()(self.ctx, info);
+            memory.filter(|&(maxmemory, _)| maxmemory > 0)
         }
     }
 

@@ -4,10 +4,10 @@
 
 use crate::error::BfError;
 use crate::glue::call::Call;
+use crate::glue::guard::guarded;
 use redis_module::raw;
 use std::ffi::CStr;
 use std::os::raw::c_int;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// A command handler: reads its arguments from the call, replies through it, or returns the error
 /// to reply with.
@@ -62,23 +62,15 @@ pub fn dispatch(
 ) -> c_int {
     // SAFETY: these are the callback's own arguments.
     let call = unsafe { Call::new(ctx, argv, usize::try_from(argc).unwrap_or(0)) };
-    match catch_unwind(AssertUnwindSafe(|| handler(&call))) {
-        Ok(Ok(())) => {}
-        Ok(Err(err)) => {
-            if !call.close_abandoned_array(&err) {
-                call.reply_error(&err);
-            }
-        }
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            crate::glue::log::warning(ctx, &format!("bf: a command panicked: {what}"));
-            if !call.close_abandoned_array(&BfError::Internal) {
-                call.reply_error(&BfError::Internal);
-            }
+    let outcome = guarded(
+        ctx,
+        "a command",
+        || Err(BfError::Internal),
+        || handler(&call),
+    );
+    if let Err(err) = outcome {
+        if !call.close_abandoned_array(&err) {
+            call.reply_error(&err);
         }
     }
     raw::REDISMODULE_OK as c_int

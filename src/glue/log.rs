@@ -9,12 +9,18 @@ fn text(message: &str) -> CString {
 }
 
 /// Logs a warning, with the load-time or command context if there is one (it names the module).
+/// Outside a server (unit tests) it goes to standard error.
 pub fn warning(ctx: *mut raw::RedisModuleCtx, message: &str) {
+    // SAFETY: reading a function pointer the server filled in at load (or never did).
+    let Some(log) = (unsafe { raw::RedisModule_Log }) else {
+        eprintln!("{message}");
+        return;
+    };
     let message = text(message);
     // SAFETY: a context from the server or null (allowed); NUL-terminated level, format and
     // message; "%s" takes exactly the one string given.
     unsafe {
-        raw::RedisModule_Log.unwrap()(ctx, c"warning".as_ptr(), c"%s".as_ptr(), message.as_ptr());
+        log(ctx, c"warning".as_ptr(), c"%s".as_ptr(), message.as_ptr());
     }
 }
 

@@ -6,5 +6,6 @@
 pub mod alloc;
 pub mod call;
 pub mod command;
+pub mod guard;
 pub mod key;
 pub mod log;

@@ -47,6 +47,8 @@ pub struct Options {
     pub config: Vec<(String, String)>,
     /// Start without loading the module.
     pub without_module: bool,
+    /// Run the server under `ulimit -v` (KiB of address space), so that big allocations fail.
+    pub address_space_kib: Option<u64>,
 }
 
 impl Options {
@@ -115,7 +117,17 @@ impl Server {
         for _attempt in 0..5 {
             self.port = free_port();
             let log = self.dir.join("redis.log");
-            let mut command = Command::new(redis_server());
+            let mut command = match self.options.address_space_kib {
+                Some(kib) => {
+                    let mut shell = Command::new("sh");
+                    shell
+                        .arg("-c")
+                        .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
+                        .arg(redis_server());
+                    shell
+                }
+                None => Command::new(redis_server()),
+            };
             command
                 .current_dir(&self.dir)
                 .arg("--port")
@@ -258,6 +270,17 @@ impl Server {
             );
             sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Starts the server again in the same directory with the same options (after it died).
+    pub fn relaunch(&mut self) -> Result<(), String> {
+        self.kill();
+        self.launch()
     }
 
     /// Stops the server without saving (SIGKILL).

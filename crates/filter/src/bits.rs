@@ -15,6 +15,7 @@
 //! Bit `i` of the array is bit `i % 8` (least significant first) of byte `i / 8` of the concatenated
 //! pieces: the same layout on every platform, and RedisBloom's.
 
+use crate::FilterError;
 use bitvec::boxed::BitBox;
 use bitvec::order::Lsb0;
 use std::borrow::Cow;
@@ -157,25 +158,55 @@ fn check_bit_count(bits: u64) -> bool {
     bits > 0 && bits.is_multiple_of(64) && usize::try_from(bits / 8).is_ok()
 }
 
-impl BitStore {
-    /// An array of `bits` zero bits; `None` unless `bits` is a positive multiple of 64.
-    ///
-    /// The pieces come from the allocator's zeroing allocation, so pages of a large filter are
-    /// only touched when a bit on them is first set.
-    pub fn zeroed(bits: u64) -> Option<BitStore> {
-        if !check_bit_count(bits) {
+/// A zeroed piece of `len` bytes, or `None` if the allocator has no memory for it: filters are
+/// the one allocation here whose size a client chooses, so running out must be an error reply,
+/// not an abort of the whole server.
+fn zeroed_piece(len: usize) -> Option<Box<[u8]>> {
+    let layout = std::alloc::Layout::array::<u8>(len).ok()?;
+    if len == 0 {
+        return None;
+    }
+    // SAFETY: the layout has a non-zero size. A non-null pointer from `alloc_zeroed` owns `len`
+    // zeroed bytes allocated with this layout, which is what a Box<[u8]> of `len` bytes frees.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout);
+        if ptr.is_null() {
             return None;
         }
-        let mut pieces = Vec::with_capacity(piece_lengths(bits).count());
-        pieces.extend(
-            piece_lengths(bits)
-                .map(|len| BitBox::from_boxed_slice(vec![0u8; len].into_boxed_slice())),
-        );
-        Some(BitStore {
+        Some(Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)))
+    }
+}
+
+impl BitStore {
+    /// An array of `bits` zero bits. Refused with [`FilterError::Corrupt`] unless `bits` is a
+    /// positive multiple of 64, and with [`FilterError::OutOfMemory`] if the allocator cannot
+    /// provide it (what was taken is given back).
+    pub fn zeroed(bits: u64) -> Result<BitStore, FilterError> {
+        if !check_bit_count(bits) {
+            return Err(FilterError::Corrupt("bit count"));
+        }
+        let mut pieces = Vec::new();
+        pieces
+            .try_reserve_exact(piece_lengths(bits).count())
+            .map_err(|_| FilterError::OutOfMemory { bytes: bits / 8 })?;
+        for len in piece_lengths(bits) {
+            let piece = zeroed_piece(len).ok_or(FilterError::OutOfMemory { bytes: bits / 8 })?;
+            pieces.push(BitBox::from_boxed_slice(piece));
+        }
+        Ok(BitStore {
             bits,
             pieces,
             layout: Layout::of(bits),
         })
+    }
+
+    /// A copy of the array, or [`FilterError::OutOfMemory`] if the allocator cannot provide it.
+    pub fn try_clone(&self) -> Result<BitStore, FilterError> {
+        let mut copy = BitStore::zeroed(self.bits)?;
+        for (to, from) in copy.pieces.iter_mut().zip(&self.pieces) {
+            to.as_raw_mut_slice().copy_from_slice(from.as_raw_slice());
+        }
+        Ok(copy)
     }
 
     /// Rebuilds an array from its pieces' bytes, as [`BitStore::pieces`] gave them; `None` if the
@@ -453,9 +484,9 @@ mod tests {
 
     #[test]
     fn bit_counts_must_be_positive_multiples_of_64() {
-        assert!(BitStore::zeroed(0).is_none());
-        assert!(BitStore::zeroed(100).is_none());
-        assert!(BitStore::zeroed(128).is_some());
+        assert!(BitStore::zeroed(0).is_err());
+        assert!(BitStore::zeroed(100).is_err());
+        assert!(BitStore::zeroed(128).is_ok());
     }
 
     #[test]

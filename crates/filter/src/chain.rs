@@ -91,6 +91,21 @@ impl Chain {
         Ok(Chain { growth, filters })
     }
 
+    /// A copy (for COPY), or [`FilterError::OutOfMemory`] if the allocator cannot provide it.
+    pub fn try_clone(&self) -> Result<Chain, FilterError> {
+        let mut filters = Vec::new();
+        filters
+            .try_reserve_exact(self.filters.len())
+            .map_err(|_| FilterError::OutOfMemory { bytes: 0 })?;
+        for filter in &self.filters {
+            filters.push(filter.try_clone()?);
+        }
+        Ok(Chain {
+            growth: self.growth,
+            filters,
+        })
+    }
+
     /// How the chain grows.
     pub fn growth(&self) -> Growth {
         self.growth

@@ -33,6 +33,11 @@ pub enum FilterError {
         /// The size it would have had, saturating at `u64::MAX`.
         bytes: u64,
     },
+    /// The allocator had no memory for a filter of `bytes` bytes of bits.
+    OutOfMemory {
+        /// The size asked for.
+        bytes: u64,
+    },
     /// A fixed (NONSCALING) filter holds its capacity.
     Full,
     /// A scaling filter cannot add a sub-filter: its capacity or error rate would leave the range

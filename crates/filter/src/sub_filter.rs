@@ -16,7 +16,7 @@ pub struct SubFilter {
 impl SubFilter {
     /// An empty sub-filter of the given shape.
     pub fn new(shape: Shape) -> Result<SubFilter, FilterError> {
-        let bits = BitStore::zeroed(shape.bits).ok_or(FilterError::Corrupt("bit count"))?;
+        let bits = BitStore::zeroed(shape.bits)?;
         Ok(SubFilter {
             shape,
             items: 0,
@@ -32,6 +32,15 @@ impl SubFilter {
             return Err(FilterError::Corrupt("bit array of the wrong size"));
         }
         Ok(SubFilter { shape, items, bits })
+    }
+
+    /// A copy, or [`FilterError::OutOfMemory`] if the allocator cannot provide it.
+    pub fn try_clone(&self) -> Result<SubFilter, FilterError> {
+        Ok(SubFilter {
+            shape: self.shape,
+            items: self.items,
+            bits: self.bits.try_clone()?,
+        })
     }
 
     /// The same sub-filter claiming `items` items (for one rebuilt from a dump header).
