@@ -366,26 +366,6 @@ fn commands_declare_arity_flags_and_key_access() {
 }
 
 #[test]
-fn a_read_only_acl_user_may_check_items_but_not_add_them() {
-    let server = Server::start();
-    let mut admin = server.conn();
-    assert_eq!(admin.call(&["BF.ADD", "f", "x"]), Frame::Int(1));
-    assert_eq!(
-        admin.call(&["ACL", "SETUSER", "reader", "on", ">pw", "%R~*", "+@all"]),
-        Frame::ok()
-    );
-    let mut reader = server.conn();
-    assert_eq!(reader.call(&["AUTH", "reader", "pw"]), Frame::ok());
-    assert_eq!(reader.call(&["BF.EXISTS", "f", "x"]), Frame::Int(1));
-    assert_eq!(reader.call(&["BF.EXISTS", "missing", "x"]), Frame::Int(0));
-    let noperm = Frame::error(
-        "NOPERM this user has no permissions to access one of the keys used as arguments",
-    );
-    assert_eq!(reader.call(&["BF.ADD", "f", "y"]), noperm);
-    assert_eq!(reader.call(&["BF.RESERVE", "g", "0.01", "10"]), noperm);
-}
-
-#[test]
 fn debug_reload_and_a_restart_keep_every_bit() {
     let mut server = Server::start();
     let mut conn = server.conn();

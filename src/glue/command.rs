@@ -84,8 +84,12 @@ static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleComman
     sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
 };
 
+/// The ACL category every command of the module belongs to, on servers that let modules add one.
+const CATEGORY: &CStr = c"bloom";
+
 /// Registers every command; an error names the command that failed.
 pub fn register(ctx: *mut raw::RedisModuleCtx, commands: &[Command]) -> Result<(), String> {
+    let bloom = add_category(ctx);
     for command in commands {
         let name = command.name.to_string_lossy();
         // SAFETY: a valid load-time context and NUL-terminated strings that live for the
@@ -110,8 +114,66 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, commands: &[Command]) -> Result<(
             return Err(format!("could not find command {name} after creating it"));
         }
         set_info(handle, command).map_err(|why| format!("command {name}: {why}"))?;
+        set_categories(handle, command, bloom).map_err(|why| format!("command {name}: {why}"))?;
     }
     Ok(())
+}
+
+/// Adds the `bloom` ACL category (`RedisModule_AddACLCategory`, Redis 7.4 and newer); whether the
+/// server has it. Older servers load the module all the same, without the category.
+fn add_category(ctx: *mut raw::RedisModuleCtx) -> bool {
+    // SAFETY: reading a function pointer the server filled in (or left empty) at load.
+    let Some(add) = (unsafe { raw::RedisModule_AddACLCategory }) else {
+        crate::glue::log::notice(
+            ctx,
+            "this server cannot add module ACL categories (Redis 7.4 and newer can): the BF commands are in no @bloom category here",
+        );
+        return false;
+    };
+    // SAFETY: a load-time context and a NUL-terminated name.
+    unsafe { add(ctx, CATEGORY.as_ptr()) == raw::REDISMODULE_OK as c_int }
+}
+
+/// The ACL categories of a command: `@read` or `@write` and `@fast` or `@slow` from its flags, as
+/// for the server's own commands, and `@bloom` where the server has it
+/// (`RedisModule_SetCommandACLCategories`, Redis 7.2 and newer; older servers skip this).
+fn set_categories(
+    handle: *mut raw::RedisModuleCommand,
+    command: &Command,
+    bloom: bool,
+) -> Result<(), &'static str> {
+    // SAFETY: reading a function pointer the server filled in (or left empty) at load.
+    let Some(set) = (unsafe { raw::RedisModule_SetCommandACLCategories }) else {
+        return Ok(());
+    };
+    let categories = categories(command.flags.to_str().unwrap_or(""), bloom);
+    let categories =
+        std::ffi::CString::new(categories).map_err(|_| "ACL categories contain NUL")?;
+    // SAFETY: a command created by this module during its load, and a NUL-terminated string
+    // that the server parses during the call.
+    if unsafe { set(handle, categories.as_ptr()) } != raw::REDISMODULE_OK as c_int {
+        return Err("the server refused its ACL categories");
+    }
+    Ok(())
+}
+
+/// The ACL categories for command flags such as `write deny-oom` or `readonly fast`.
+fn categories(flags: &str, bloom: bool) -> String {
+    let flags: Vec<&str> = flags.split_whitespace().collect();
+    let mut categories = vec![if flags.contains(&"write") {
+        "write"
+    } else {
+        "read"
+    }];
+    categories.push(if flags.contains(&"fast") {
+        "fast"
+    } else {
+        "slow"
+    });
+    if bloom {
+        categories.push(CATEGORY.to_str().unwrap_or("bloom"));
+    }
+    categories.join(" ")
 }
 
 /// Declares the arity and the single key spec: argument 1, with the command's access flags.
@@ -139,4 +201,16 @@ fn set_info(handle: *mut raw::RedisModuleCommand, command: &Command) -> Result<(
         return Err("the server refused its command info");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::categories;
+
+    #[test]
+    fn categories_follow_the_command_flags() {
+        assert_eq!(categories("write deny-oom", true), "write slow bloom");
+        assert_eq!(categories("readonly fast", true), "read fast bloom");
+        assert_eq!(categories("readonly", false), "read slow");
+    }
 }

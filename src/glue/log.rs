@@ -11,6 +11,15 @@ fn text(message: &str) -> CString {
 /// Logs a warning, with the load-time or command context if there is one (it names the module).
 /// Outside a server (unit tests) it goes to standard error.
 pub fn warning(ctx: *mut raw::RedisModuleCtx, message: &str) {
+    log(ctx, c"warning", message);
+}
+
+/// Logs a notice (shown at the server's default log level), as [`warning`] does.
+pub fn notice(ctx: *mut raw::RedisModuleCtx, message: &str) {
+    log(ctx, c"notice", message);
+}
+
+fn log(ctx: *mut raw::RedisModuleCtx, level: &std::ffi::CStr, message: &str) {
     // SAFETY: reading a function pointer the server filled in at load (or never did).
     let Some(log) = (unsafe { raw::RedisModule_Log }) else {
         eprintln!("{message}");
@@ -20,7 +29,7 @@ pub fn warning(ctx: *mut raw::RedisModuleCtx, message: &str) {
     // SAFETY: a context from the server or null (allowed); NUL-terminated level, format and
     // message; "%s" takes exactly the one string given.
     unsafe {
-        log(ctx, c"warning".as_ptr(), c"%s".as_ptr(), message.as_ptr());
+        log(ctx, level.as_ptr(), c"%s".as_ptr(), message.as_ptr());
     }
 }
 

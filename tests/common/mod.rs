@@ -36,6 +36,26 @@ fn free_port() -> u16 {
     listener.local_addr().expect("local address").port()
 }
 
+/// A free port P whose cluster bus port P + 10000 is free too. Both lie below Linux's ephemeral
+/// range (32768 and up), where the kernel does not hand out ports to outgoing connections.
+fn free_cluster_port() -> u16 {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let seed = std::process::id() as usize * 7919
+        + std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.subsec_nanos() as usize);
+    for _ in 0..2000 {
+        let offset = (seed + NEXT.fetch_add(1, Ordering::SeqCst) * 131) % 2700;
+        let port = 20000 + offset as u16;
+        let client = TcpListener::bind(("127.0.0.1", port));
+        let bus = TcpListener::bind(("127.0.0.1", port + 10000));
+        if client.is_ok() && bus.is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port pair P, P + 10000 between 20000 and 32700");
+}
+
 static SERVERS: AtomicUsize = AtomicUsize::new(0);
 
 /// How to start a server.
@@ -49,6 +69,8 @@ pub struct Options {
     pub without_module: bool,
     /// Run the server under `ulimit -v` (KiB of address space), so that big allocations fail.
     pub address_space_kib: Option<u64>,
+    /// A Redis Cluster node: `cluster-enabled yes`, on a port whose bus port (+10000) is free.
+    pub cluster: bool,
 }
 
 impl Options {
@@ -62,6 +84,17 @@ impl Options {
     pub fn module_args(mut self, args: &[&str]) -> Options {
         self.module_args.extend(args.iter().map(|a| a.to_string()));
         self
+    }
+
+    /// A Redis Cluster node that notices a dead peer within a second.
+    pub fn cluster_node() -> Options {
+        Options {
+            cluster: true,
+            ..Options::default()
+        }
+        .config("cluster-enabled", "yes")
+        .config("cluster-config-file", "nodes.conf")
+        .config("cluster-node-timeout", "1000")
     }
 }
 
@@ -115,7 +148,11 @@ impl Server {
     fn launch(&mut self) -> Result<(), String> {
         let mut last_log = String::new();
         for _attempt in 0..5 {
-            self.port = free_port();
+            self.port = if self.options.cluster {
+                free_cluster_port()
+            } else {
+                free_port()
+            };
             let log = self.dir.join("redis.log");
             let mut command = match self.options.address_space_kib {
                 Some(kib) => {

@@ -122,6 +122,71 @@ pub fn markdown_table(errors: &[f64], capacities: &[u64]) -> String {
     table
 }
 
+/// The README's worked example: ten billion URLs at 0.1% over 32 partitions with 5% headroom.
+pub const PARTITION_EXAMPLE: (u64, u64, f64, f64) = (10_000_000_000, 32, 0.05, 0.001);
+
+/// The README's worked example of partitioning one set too big for a shard over `partitions`
+/// NONSCALING filters, each reserved for its share of `items` plus `headroom` (0.05 for 5%), with
+/// the arithmetic of its false-positive rate. Computed by the sizing code that builds real filters.
+pub fn partition_example(items: u64, partitions: u64, headroom: f64, error: f64) -> String {
+    let one =
+        Shape::new(items, error / 2.0).map_or(0, |shape| crate::Chain::planned_bytes([&shape]));
+    let share = items as f64 / partitions as f64;
+    let capacity = (share * (1.0 + headroom)).ceil() as u64;
+    let Ok(shape) = Shape::new(capacity, error) else {
+        return format!("no shape for {capacity} items at {error}");
+    };
+    let bytes = crate::Chain::planned_bytes([&shape]);
+    // Items per partition are binomial(items, 1 / partitions).
+    let p = 1.0 / partitions as f64;
+    let sigma = (items as f64 * p * (1.0 - p)).sqrt();
+    let rate_at = |fill: f64| {
+        let k = f64::from(shape.hash_count);
+        (1.0 - (-k * fill / shape.bits as f64).exp()).powf(k)
+    };
+    let all = 1.0 - (1.0 - rate_at(share)).powi(partitions as i32);
+    format!(
+        "- One scaling filter for all {items_text} items at {error} would take {one_text} on one \
+         shard.\n\
+         - {partitions} NONSCALING partitions, each reserved for {capacity_text} items ({share_text} \
+         expected, plus {headroom_pct}% headroom), take {bytes_text} each ({hashes} hashes), \
+         {total_text} in all, spread over the shards by their key names.\n\
+         - A partition's item count varies by {sigma_text} (one standard deviation); the headroom is \
+         {margin:.0} standard deviations, so no partition overflows.\n\
+         - A lookup of an absent item asks one partition, so its false-positive rate is that \
+         partition's: {expected_rate:.4}% at the expected fill, {full_rate:.4}% were a partition \
+         filled to its reserved capacity.\n\
+         - Asking all {partitions} partitions instead (no routing by hash) would compound them to \
+         {all_rate:.2}%.\n",
+        one_text = bytes_text(one),
+        items_text = grouped(items),
+        capacity_text = grouped(capacity),
+        sigma_text = grouped(sigma.round() as u64),
+        share_text = grouped(share.round() as u64),
+        headroom_pct = (headroom * 100.0).round() as u64,
+        bytes_text = bytes_text(bytes),
+        hashes = shape.hash_count,
+        total_text = bytes_text(bytes * partitions),
+        margin = (capacity as f64 - share) / sigma,
+        expected_rate = rate_at(share) * 100.0,
+        full_rate = rate_at(capacity as f64) * 100.0,
+        all_rate = all * 100.0,
+    )
+}
+
+/// 10000000 as "10,000,000".
+fn grouped(value: u64) -> String {
+    let digits = value.to_string();
+    let mut text = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            text.push(',');
+        }
+        text.push(digit);
+    }
+    text
+}
+
 fn count_text(count: u64) -> String {
     match count {
         c if c >= 1_000_000_000 && c % 1_000_000_000 == 0 => format!("{}B", c / 1_000_000_000),

@@ -368,6 +368,62 @@ fn the_classical_false_positive_table_holds() {
     assert!((rate - 0.0000889).abs() < 0.000025, "{rate}");
 }
 
+/// FNV-1a: a partition hash unrelated to the filter's own, as a client would pick one.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[test]
+fn partitioning_by_item_hash_keeps_the_rate_of_one_partition() {
+    // The README's advice for a set too big for one shard, at a small scale: 16 NONSCALING
+    // partitions, each reserved for its share plus 5%, an item routed by a hash of its own.
+    let (items, partitions, p) = (160_000u64, 16u64, 0.01);
+    let capacity = (items as f64 / partitions as f64 * 1.05).ceil() as u64;
+    let mut filters: Vec<Chain> = (0..partitions)
+        .map(|_| Chain::new(capacity, p, Growth::Fixed, NO_LIMIT).unwrap())
+        .collect();
+    let route = |item: &[u8]| (fnv1a(item) % partitions) as usize;
+    let mut loads = vec![0u64; partitions as usize];
+    for index in 0..items {
+        let item = item(ADDED, 0, index);
+        // Ok(false) now and then: an item already "present" is a false positive of the add.
+        filters[route(&item)].add(&item, NO_LIMIT).unwrap();
+        loads[route(&item)] += 1;
+    }
+    assert!(loads.iter().all(|load| *load <= capacity), "{loads:?}");
+    for index in 0..items {
+        let item = item(ADDED, 0, index);
+        assert!(filters[route(&item)].contains(&item), "false negative");
+    }
+    let probes = probes_for(p);
+    let routed = (0..probes)
+        .filter(|&index| {
+            let item = item(ABSENT, 0, index);
+            filters[route(&item)].contains(&item)
+        })
+        .count() as u64;
+    // One partition's rate at its expected fill, which is below p.
+    let shape = filters[0].filters()[0].shape();
+    let expected = classical_rate(shape, items / partitions);
+    assert!(expected < p);
+    assert!(at_most(expected, routed, probes), "{routed} of {probes}");
+    // Asking every partition compounds their rates, as the README warns.
+    let asked_all = (0..probes)
+        .filter(|&index| {
+            let item = item(ABSENT, 0, index);
+            filters.iter().any(|filter| filter.contains(&item))
+        })
+        .count() as u64;
+    let compounded = 1.0 - (1.0 - expected).powi(partitions as i32);
+    let rate = asked_all as f64 / probes as f64;
+    assert!(
+        (rate - compounded).abs() < 0.1 * compounded,
+        "{rate} against {compounded}"
+    );
+}
+
 #[test]
 fn batch_operations_answer_exactly_as_one_item_at_a_time() {
     // Groups of 16 are an implementation detail: cover counts around them, duplicates inside a

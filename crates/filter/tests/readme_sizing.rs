@@ -1,4 +1,5 @@
-//! The README's sizing table is the output of the sizing code, not typed by hand.
+//! The README's sizing table and partitioning example are the output of the sizing code, not
+//! typed by hand.
 
 use bf_filter::sizing::{markdown_table, TABLE_CAPACITIES, TABLE_ERRORS};
 
@@ -10,5 +11,18 @@ fn the_readme_sizing_table_is_what_the_code_computes() {
         readme.contains(&table),
         "README.md's sizing table is stale; regenerate it with \
          `cargo run -p bf-filter --example sizing_table`:\n{table}"
+    );
+}
+
+#[test]
+fn the_readme_partitioning_example_is_what_the_code_computes() {
+    use bf_filter::sizing::{partition_example, PARTITION_EXAMPLE};
+    let readme = include_str!("../../../README.md");
+    let (items, partitions, headroom, error) = PARTITION_EXAMPLE;
+    let example = partition_example(items, partitions, headroom, error);
+    assert!(
+        readme.contains(&example),
+        "README.md's partitioning example is stale; regenerate it with \
+         `cargo run -p bf-filter --example partitioning`:\n{example}"
     );
 }

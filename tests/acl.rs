@@ -1,0 +1,453 @@
+//! ACLs: the key specs each command declares let the server's key permissions hold for filters
+//! (`%R~*` reads but never writes; `~tenant:a:*` never touches another tenant's filters), and
+//! `ACL DRYRUN` agrees with what the commands do. The README's ACL recipes are these users.
+
+mod common;
+
+use common::{Conn, Frame, Server};
+
+/// Every command that only reads a filter, on key `f` (which holds `a`, `b` and `c`).
+fn reads(key: &str) -> Vec<Vec<String>> {
+    [
+        vec!["BF.EXISTS", key, "a"],
+        vec!["BF.MEXISTS", key, "a", "never"],
+        vec!["BF.INFO", key],
+        vec!["BF.INFO", key, "ITEMS"],
+        vec!["BF.CARD", key],
+        vec!["BF.SCANDUMP", key, "0"],
+        vec!["BF.DEBUG", key],
+    ]
+    .iter()
+    .map(|command| command.iter().map(|part| part.to_string()).collect())
+    .collect()
+}
+
+/// Every command that writes, on the existing filter `key` or a new key beside it, with a chunk
+/// that LOADCHUNK would accept.
+fn writes(key: &str, new_key: &str, chunk: &[u8]) -> Vec<Vec<Vec<u8>>> {
+    let text = |parts: &[&str]| -> Vec<Vec<u8>> {
+        parts.iter().map(|part| part.as_bytes().to_vec()).collect()
+    };
+    vec![
+        text(&["BF.RESERVE", new_key, "0.01", "10"]),
+        text(&["BF.ADD", key, "y"]),
+        text(&["BF.ADD", new_key, "y"]),
+        text(&["BF.MADD", key, "y", "z"]),
+        text(&["BF.INSERT", key, "ITEMS", "y"]),
+        text(&["BF.INSERT", new_key, "CAPACITY", "10", "ITEMS", "y"]),
+        text(&["BF.INSERT", new_key, "NOCREATE", "ITEMS", "y"]),
+        vec![
+            b"BF.LOADCHUNK".to_vec(),
+            new_key.as_bytes().to_vec(),
+            b"1".to_vec(),
+            chunk.to_vec(),
+        ],
+    ]
+}
+
+/// A filter `key` holding `a`, `b` and `c`, and its first SCANDUMP chunk (the header).
+fn filter_with_abc(admin: &mut Conn, key: &str) -> Vec<u8> {
+    assert_eq!(admin.call(&["BF.RESERVE", key, "0.01", "100"]), Frame::ok());
+    assert_eq!(
+        admin.call(&["BF.MADD", key, "a", "b", "c"]),
+        Frame::Array(vec![Frame::Int(1); 3])
+    );
+    let first = admin.call(&["BF.SCANDUMP", key, "0"]).items();
+    assert_eq!(first[0], Frame::Int(1));
+    first[1].bytes()
+}
+
+fn user(server: &Server, name: &str, rules: &[&str]) -> Conn {
+    let mut admin = server.conn();
+    let mut command = vec!["ACL", "SETUSER", name, "reset", "on", ">pw"];
+    command.extend_from_slice(rules);
+    assert_eq!(admin.call(&command), Frame::ok(), "{command:?}");
+    let mut conn = server.conn();
+    assert_eq!(conn.call(&["AUTH", name, "pw"]), Frame::ok());
+    conn
+}
+
+fn dry_run<A: AsRef<[u8]>>(admin: &mut Conn, user: &str, command: &[A]) -> Frame {
+    let mut full: Vec<Vec<u8>> = vec![b"ACL".to_vec(), b"DRYRUN".to_vec(), user.into()];
+    full.extend(command.iter().map(|part| part.as_ref().to_vec()));
+    admin.call(&full)
+}
+
+fn no_key_permission() -> Frame {
+    Frame::error("NOPERM this user has no permissions to access one of the keys used as arguments")
+}
+
+#[test]
+fn a_read_only_user_reads_every_way_and_writes_none() {
+    let server = Server::start();
+    let mut admin = server.conn();
+    let chunk = filter_with_abc(&mut admin, "f");
+    let mut reader = user(&server, "reader", &["%R~*", "+@all"]);
+
+    for command in reads("f") {
+        let as_admin = admin.call(&command);
+        assert!(!as_admin.is_error(), "{command:?}: {as_admin:?}");
+        assert_eq!(reader.call(&command), as_admin, "{command:?}");
+        assert_eq!(
+            dry_run(&mut admin, "reader", &command),
+            Frame::ok(),
+            "{command:?}"
+        );
+    }
+    assert_eq!(reader.call(&["BF.EXISTS", "f", "a"]), Frame::Int(1));
+    assert_eq!(
+        reader.call(&["BF.MEXISTS", "f", "a", "never"]),
+        Frame::Array(vec![Frame::Int(1), Frame::Int(0)])
+    );
+    assert_eq!(reader.call(&["BF.CARD", "f"]), Frame::Int(3));
+    // A whole SCANDUMP, chunk after chunk, as the reader.
+    let mut iterator = "0".to_string();
+    loop {
+        let reply = reader.call(&["BF.SCANDUMP", "f", &iterator]).items();
+        iterator = reply[0].int().to_string();
+        if iterator == "0" {
+            break;
+        }
+        assert!(!reply[1].bytes().is_empty());
+    }
+
+    for command in writes("f", "g", &chunk) {
+        assert_eq!(reader.call(&command), no_key_permission(), "{command:?}");
+        let name = String::from_utf8_lossy(&command[1]).into_owned();
+        assert_eq!(
+            dry_run(&mut admin, "reader", &command),
+            Frame::bulk(format!(
+                "This user has no permissions to access the '{name}' key"
+            )),
+            "{command:?}"
+        );
+    }
+    // Nothing was written.
+    assert_eq!(admin.call(&["BF.CARD", "f"]), Frame::Int(3));
+    assert_eq!(admin.call(&["BF.EXISTS", "f", "y"]), Frame::Int(0));
+    assert_eq!(admin.call(&["EXISTS", "g"]), Frame::Int(0));
+}
+
+#[test]
+fn a_tenant_cannot_read_or_write_another_tenants_filters() {
+    let server = Server::start();
+    let mut admin = server.conn();
+    let chunk = filter_with_abc(&mut admin, "tenant:b:x");
+    let mut alice = user(&server, "alice", &["~tenant:a:*", "+@all"]);
+
+    // Her own filters, every command.
+    assert_eq!(
+        alice.call(&["BF.RESERVE", "tenant:a:f", "0.01", "100"]),
+        Frame::ok()
+    );
+    assert_eq!(
+        alice.call(&["BF.MADD", "tenant:a:f", "a", "b", "c"]),
+        Frame::Array(vec![Frame::Int(1); 3])
+    );
+    for command in reads("tenant:a:f") {
+        let reply = alice.call(&command);
+        assert!(!reply.is_error(), "{command:?}: {reply:?}");
+        assert_eq!(dry_run(&mut admin, "alice", &command), Frame::ok());
+    }
+    for command in writes("tenant:a:f", "tenant:a:new", &chunk) {
+        assert_eq!(dry_run(&mut admin, "alice", &command), Frame::ok());
+    }
+    assert_eq!(alice.call(&["BF.ADD", "tenant:a:new", "y"]), Frame::Int(1));
+
+    // Tenant b's filter: not a single command gets through, reading or writing.
+    let denied = |key: &str| {
+        Frame::bulk(format!(
+            "This user has no permissions to access the '{key}' key"
+        ))
+    };
+    for command in reads("tenant:b:x") {
+        assert_eq!(alice.call(&command), no_key_permission(), "{command:?}");
+        assert_eq!(dry_run(&mut admin, "alice", &command), denied("tenant:b:x"));
+    }
+    for command in writes("tenant:b:x", "tenant:b:new", &chunk) {
+        assert_eq!(alice.call(&command), no_key_permission(), "{command:?}");
+        let name = String::from_utf8_lossy(&command[1]).into_owned();
+        assert_eq!(dry_run(&mut admin, "alice", &command), denied(&name));
+    }
+    assert_eq!(admin.call(&["BF.CARD", "tenant:b:x"]), Frame::Int(3));
+    assert_eq!(admin.call(&["EXISTS", "tenant:b:new"]), Frame::Int(0));
+
+    // A tenant may be given read access to another's filters, and no more.
+    let mut auditor = user(
+        &server,
+        "auditor",
+        &["~tenant:a:*", "%R~tenant:b:*", "+@all"],
+    );
+    assert_eq!(
+        auditor.call(&["BF.EXISTS", "tenant:b:x", "a"]),
+        Frame::Int(1)
+    );
+    assert_eq!(
+        auditor.call(&["BF.ADD", "tenant:b:x", "y"]),
+        no_key_permission()
+    );
+    assert_eq!(auditor.call(&["BF.ADD", "tenant:a:f", "y"]), Frame::Int(1));
+}
+
+// The README's ACL recipes. On Redis 7.0 module commands belong to no ACL category (not even
+// @read or @write), so the recipes name the commands.
+const CHECKER: &[&str] = &[
+    "%R~*",
+    "-@all",
+    "+bf.exists",
+    "+bf.mexists",
+    "+bf.info",
+    "+bf.card",
+];
+const TENANT_A: &[&str] = &[
+    "~tenant:a:*",
+    "-@all",
+    "+bf.reserve",
+    "+bf.add",
+    "+bf.madd",
+    "+bf.insert",
+    "+bf.exists",
+    "+bf.mexists",
+    "+bf.info",
+    "+bf.card",
+];
+const AUDITOR: &[&str] = &[
+    "~tenant:a:*",
+    "%R~tenant:b:*",
+    "-@all",
+    "+bf.exists",
+    "+bf.mexists",
+    "+bf.info",
+    "+bf.card",
+];
+const BACKUP: &[&str] = &["%R~*", "-@all", "+bf.scandump", "+scan"];
+const RESTORE: &[&str] = &["~*", "-@all", "+bf.loadchunk"];
+
+fn no_command_permission(command: &str) -> Frame {
+    Frame::error(&format!(
+        "NOPERM this user has no permissions to run the '{command}' command"
+    ))
+}
+
+#[test]
+fn the_readme_acl_recipes_do_what_it_says() {
+    let readme = include_str!("../README.md");
+    for (name, rules) in [
+        ("checker", CHECKER),
+        ("tenant-a", TENANT_A),
+        ("auditor", AUDITOR),
+        ("backup", BACKUP),
+        ("restore", RESTORE),
+    ] {
+        let line = format!("ACL SETUSER {name} on >secret {}", rules.join(" "));
+        assert!(readme.contains(&line), "README lacks the recipe: {line}");
+    }
+
+    let server = Server::start();
+    let mut admin = server.conn();
+    filter_with_abc(&mut admin, "f");
+    filter_with_abc(&mut admin, "tenant:b:x");
+
+    // checker: checks anything, writes nothing.
+    let mut checker = user(&server, "checker", CHECKER);
+    assert_eq!(checker.call(&["BF.EXISTS", "f", "a"]), Frame::Int(1));
+    assert_eq!(
+        checker.call(&["BF.MEXISTS", "f", "a", "never"]),
+        Frame::Array(vec![Frame::Int(1), Frame::Int(0)])
+    );
+    assert_eq!(checker.call(&["BF.CARD", "f"]), Frame::Int(3));
+    assert_eq!(
+        checker.call(&["BF.INFO", "f", "ITEMS"]),
+        Frame::Array(vec![Frame::Int(3)])
+    );
+    assert_eq!(
+        checker.call(&["bf.add", "f", "y"]),
+        no_command_permission("BF.ADD")
+    );
+    assert_eq!(
+        dry_run(&mut admin, "checker", &["BF.SCANDUMP", "f", "0"]),
+        Frame::bulk("This user has no permissions to run the 'BF.SCANDUMP' command")
+    );
+
+    // tenant-a: everything on tenant:a:*, nothing on tenant:b:x.
+    let mut tenant = user(&server, "tenant-a", TENANT_A);
+    assert_eq!(
+        tenant.call(&["BF.RESERVE", "tenant:a:f", "0.01", "100"]),
+        Frame::ok()
+    );
+    assert_eq!(tenant.call(&["BF.ADD", "tenant:a:f", "a"]), Frame::Int(1));
+    assert_eq!(
+        tenant.call(&["BF.MADD", "tenant:a:f", "b", "c"]),
+        Frame::Array(vec![Frame::Int(1); 2])
+    );
+    assert_eq!(
+        tenant.call(&["BF.INSERT", "tenant:a:g", "ITEMS", "a"]),
+        Frame::Array(vec![Frame::Int(1)])
+    );
+    assert_eq!(tenant.call(&["BF.CARD", "tenant:a:f"]), Frame::Int(3));
+    for command in [
+        vec!["BF.RESERVE", "tenant:b:x", "0.01", "100"],
+        vec!["BF.ADD", "tenant:b:x", "y"],
+        vec!["BF.MADD", "tenant:b:x", "y"],
+        vec!["BF.INSERT", "tenant:b:x", "ITEMS", "y"],
+        vec!["BF.EXISTS", "tenant:b:x", "a"],
+        vec!["BF.MEXISTS", "tenant:b:x", "a"],
+        vec!["BF.INFO", "tenant:b:x"],
+        vec!["BF.CARD", "tenant:b:x"],
+    ] {
+        assert_eq!(tenant.call(&command), no_key_permission(), "{command:?}");
+    }
+    assert_eq!(
+        dry_run(&mut admin, "tenant-a", &["BF.ADD", "tenant:b:x", "item"]),
+        Frame::bulk("This user has no permissions to access the 'tenant:b:x' key")
+    );
+    assert!(readme.contains(
+        "ACL DRYRUN tenant-a BF.ADD tenant:b:x item    # \"This user has no permissions to access the 'tenant:b:x' key\""
+    ));
+
+    // auditor: reads both tenants, writes neither.
+    let mut auditor = user(&server, "auditor", AUDITOR);
+    assert_eq!(
+        auditor.call(&["BF.EXISTS", "tenant:b:x", "a"]),
+        Frame::Int(1)
+    );
+    assert_eq!(auditor.call(&["BF.CARD", "tenant:a:f"]), Frame::Int(3));
+    assert_eq!(
+        auditor.call(&["BF.ADD", "tenant:b:x", "y"]),
+        no_command_permission("BF.ADD")
+    );
+    assert_eq!(
+        auditor.call(&["BF.EXISTS", "other", "a"]),
+        no_key_permission()
+    );
+
+    // backup and restore: a whole filter, chunk by chunk, into a new key.
+    let mut backup = user(&server, "backup", BACKUP);
+    let mut restore = user(&server, "restore", RESTORE);
+    let scanned = backup.call(&["SCAN", "0"]);
+    assert!(!scanned.is_error(), "{scanned:?}");
+    let mut iterator = "0".to_string();
+    loop {
+        let reply = backup.call(&["BF.SCANDUMP", "f", &iterator]).items();
+        iterator = reply[0].int().to_string();
+        if iterator == "0" {
+            break;
+        }
+        let loaded = restore.call(&[
+            b"BF.LOADCHUNK".to_vec(),
+            b"copy".to_vec(),
+            iterator.as_bytes().to_vec(),
+            reply[1].bytes(),
+        ]);
+        assert_eq!(loaded, Frame::ok());
+    }
+    assert_eq!(
+        backup.call(&["BF.ADD", "f", "y"]),
+        no_command_permission("BF.ADD")
+    );
+    assert_eq!(
+        restore.call(&["BF.EXISTS", "copy", "a"]),
+        no_command_permission("BF.EXISTS")
+    );
+    assert_eq!(
+        admin.call(&["BF.MEXISTS", "copy", "a", "b", "c", "never"]),
+        Frame::Array(vec![
+            Frame::Int(1),
+            Frame::Int(1),
+            Frame::Int(1),
+            Frame::Int(0)
+        ])
+    );
+}
+
+/// The server's version as (major, minor).
+fn version(server: &Server) -> (u32, u32) {
+    let version = server.info_field("server", "redis_version");
+    let mut parts = version.split('.').map(|part| part.parse().unwrap());
+    (parts.next().unwrap(), parts.next().unwrap())
+}
+
+fn category(admin: &mut Conn, name: &str) -> Vec<String> {
+    let mut commands: Vec<String> = admin
+        .call(&["ACL", "CAT", name])
+        .items()
+        .iter()
+        .map(|command| command.text().to_lowercase())
+        .collect();
+    commands.sort();
+    commands
+}
+
+#[test]
+fn the_commands_are_in_a_bloom_category_where_the_server_allows_it() {
+    let server = Server::start();
+    let mut admin = server.conn();
+    let categories: Vec<String> = admin
+        .call(&["ACL", "CAT"])
+        .items()
+        .iter()
+        .map(Frame::text)
+        .collect();
+    let all = [
+        "bf.add",
+        "bf.card",
+        "bf.debug",
+        "bf.exists",
+        "bf.info",
+        "bf.insert",
+        "bf.loadchunk",
+        "bf.madd",
+        "bf.mexists",
+        "bf.reserve",
+        "bf.scandump",
+    ];
+    let bf_in = |admin: &mut Conn, name: &str| -> Vec<String> {
+        category(admin, name)
+            .into_iter()
+            .filter(|command| command.starts_with("bf."))
+            .collect()
+    };
+    if version(&server) >= (7, 2) {
+        // RedisModule_SetCommandACLCategories exists from 7.2 on: @read or @write and @fast or
+        // @slow, from the command flags, as for the server's own commands.
+        let read = [
+            "bf.card",
+            "bf.debug",
+            "bf.exists",
+            "bf.info",
+            "bf.mexists",
+            "bf.scandump",
+        ];
+        assert_eq!(bf_in(&mut admin, "read"), read);
+        let write = [
+            "bf.add",
+            "bf.insert",
+            "bf.loadchunk",
+            "bf.madd",
+            "bf.reserve",
+        ];
+        assert_eq!(bf_in(&mut admin, "write"), write);
+    } else {
+        // Redis 7.0: module commands are in no category at all.
+        for name in ["read", "write", "fast", "slow"] {
+            assert_eq!(bf_in(&mut admin, name), Vec::<String>::new(), "@{name}");
+        }
+    }
+    if version(&server) >= (7, 4) {
+        // RedisModule_AddACLCategory exists from 7.4 on.
+        assert!(categories.contains(&"bloom".to_string()), "{categories:?}");
+        assert_eq!(category(&mut admin, "bloom"), all);
+    } else {
+        // The module loads all the same, says so in its log, and the category does not exist.
+        assert!(!categories.contains(&"bloom".to_string()), "{categories:?}");
+        assert_eq!(
+            admin.call(&["ACL", "SETUSER", "someone", "+@bloom"]),
+            Frame::error(
+                "ERR Error in ACL SETUSER modifier '+@bloom': Unknown command or category name in ACL"
+            )
+        );
+        assert!(server
+            .log()
+            .contains("this server cannot add module ACL categories"));
+    }
+}

@@ -1,0 +1,478 @@
+//! Redis Cluster, for real: three primaries and three replicas on loopback, each with the module,
+//! joined by `redis-cli --cluster create`. A cluster-aware client (the `redis` crate) spreads
+//! 1,000 filters over the shards; the replicas hold copies that answer; a primary dies by SIGKILL
+//! and its replica takes over with every filter intact; a range of slots holding filters moves to
+//! another primary with `redis-cli --cluster reshard` (MIGRATE of module keys) and the filters
+//! answer on their new owner.
+
+mod common;
+
+use common::{Frame, Options, Server};
+use redis::cluster::{ClusterClient, ClusterConnection};
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+const FILTERS: usize = 1000;
+const ITEMS: usize = 10;
+
+fn key(filter: usize) -> String {
+    format!("filter:{filter}")
+}
+
+fn items(filter: usize) -> Vec<String> {
+    (0..ITEMS)
+        .map(|item| format!("item:{filter}:{item}"))
+        .collect()
+}
+
+/// The filter number of a key written by this test.
+fn filter_of(key: &str) -> usize {
+    key.strip_prefix("filter:")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a key this test did not write: {key}"))
+}
+
+/// One line of `CLUSTER NODES`.
+#[derive(Debug, Clone)]
+struct Node {
+    id: String,
+    port: u16,
+    primary: bool,
+    failed: bool,
+    /// For a replica, the id of its primary.
+    replica_of: Option<String>,
+    /// Slot ranges, inclusive.
+    slots: Vec<(u16, u16)>,
+}
+
+impl Node {
+    fn slot_count(&self) -> usize {
+        self.slots
+            .iter()
+            .map(|(low, high)| usize::from(high - low) + 1)
+            .sum()
+    }
+
+    fn owns(&self, slot: u16) -> bool {
+        self.slots
+            .iter()
+            .any(|(low, high)| (*low..=*high).contains(&slot))
+    }
+}
+
+/// The cluster as `server` sees it.
+fn nodes(server: &Server) -> Vec<Node> {
+    let text = server.conn().call(&["CLUSTER", "NODES"]).text();
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let address = fields[1].split('@').next().unwrap();
+            let port = address.rsplit(':').next().unwrap().parse().unwrap();
+            let flags: Vec<&str> = fields[2].split(',').collect();
+            let slots = fields[8..]
+                .iter()
+                .filter(|field| !field.starts_with('['))
+                .map(|field| match field.split_once('-') {
+                    Some((low, high)) => (low.parse().unwrap(), high.parse().unwrap()),
+                    None => (field.parse().unwrap(), field.parse().unwrap()),
+                })
+                .collect();
+            Node {
+                id: fields[0].to_string(),
+                port,
+                primary: flags.contains(&"master"),
+                failed: flags.contains(&"fail"),
+                replica_of: (fields[3] != "-").then(|| fields[3].to_string()),
+                slots,
+            }
+        })
+        .collect()
+}
+
+fn my_id(server: &Server) -> String {
+    server.conn().call(&["CLUSTER", "MYID"]).text()
+}
+
+fn cluster_state(server: &Server) -> String {
+    let info = server.conn().call(&["CLUSTER", "INFO"]).text();
+    info.lines()
+        .find_map(|line| line.strip_prefix("cluster_state:"))
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// Waits for `done`, or fails with what it was waiting for.
+fn wait_for(what: &str, seconds: u64, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what}");
+        sleep(Duration::from_millis(100));
+    }
+}
+
+/// Runs `redis-cli --cluster ...`; its output, or a failure that shows it.
+fn redis_cli_cluster(args: &[String]) -> String {
+    let output = Command::new("redis-cli")
+        .arg("--cluster")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run redis-cli (make test installs redis-tools)");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        output.status.success(),
+        "redis-cli --cluster {args:?} failed:\n{stdout}\n{stderr}"
+    );
+    stdout
+}
+
+/// A cluster-aware client that starts from the given nodes.
+fn client(servers: &[&Server]) -> ClusterConnection {
+    ClusterClient::builder(
+        servers
+            .iter()
+            .map(|server| format!("redis://127.0.0.1:{}/", server.port)),
+    )
+    .connection_timeout(Duration::from_secs(2))
+    .response_timeout(Duration::from_secs(10))
+    .retries(10)
+    .build()
+    .expect("cluster client")
+    .get_connection()
+    .expect("connect to the cluster")
+}
+
+/// The keys a node holds (a few hundred here).
+fn keys_on(server: &Server) -> Vec<String> {
+    let mut keys: Vec<String> = server
+        .conn()
+        .call(&["KEYS", "*"])
+        .items()
+        .iter()
+        .map(Frame::text)
+        .collect();
+    keys.sort();
+    keys
+}
+
+fn key_slot(server: &Server, key: &str) -> u16 {
+    let slot = server.conn().call(&["CLUSTER", "KEYSLOT", key]).int();
+    u16::try_from(slot).unwrap()
+}
+
+/// Asks a node directly (no redirection) for every item of every filter it holds; a replica is
+/// asked in READONLY mode. Returns how many filters it answered for.
+fn answers_directly(server: &Server, replica: bool) -> usize {
+    let keys = keys_on(server);
+    let mut conn = server.conn();
+    if replica {
+        assert_eq!(conn.call(&["READONLY"]), Frame::ok());
+    }
+    for key in &keys {
+        let filter = filter_of(key);
+        let mut command = vec!["BF.MEXISTS".to_string(), key.clone()];
+        command.extend(items(filter));
+        assert_eq!(
+            conn.call(&command),
+            Frame::Array(vec![Frame::Int(1); ITEMS]),
+            "{key} on port {}",
+            server.port
+        );
+        assert_eq!(
+            conn.call(&["BF.CARD", key]),
+            Frame::Int(ITEMS as i64),
+            "{key} on port {}",
+            server.port
+        );
+    }
+    keys.len()
+}
+
+/// Every filter answers every one of its items through the cluster client, and INFO counts them.
+fn all_filters_answer(conn: &mut ClusterConnection, extra_item: Option<&str>) {
+    for filter in 0..FILTERS {
+        let mut wanted = items(filter);
+        wanted.extend(extra_item.map(str::to_string));
+        let found: Vec<i64> = redis::cmd("BF.MEXISTS")
+            .arg(key(filter))
+            .arg(&wanted)
+            .query(conn)
+            .unwrap_or_else(|err| panic!("BF.MEXISTS {}: {err}", key(filter)));
+        assert_eq!(found, vec![1; wanted.len()], "{}", key(filter));
+        let one: i64 = redis::cmd("BF.EXISTS")
+            .arg(key(filter))
+            .arg(&wanted[0])
+            .query(conn)
+            .unwrap();
+        assert_eq!(one, 1, "{}", key(filter));
+    }
+}
+
+#[test]
+fn filters_live_on_a_cluster_through_failover_and_resharding() {
+    // Six nodes; redis-cli makes the first three primaries and gives each a replica.
+    let mut servers: Vec<Server> = (0..6)
+        .map(|_| Server::with(Options::cluster_node()))
+        .collect();
+    let addresses: Vec<String> = servers
+        .iter()
+        .map(|server| format!("127.0.0.1:{}", server.port))
+        .collect();
+    let mut create = vec!["create".to_string()];
+    create.extend(addresses.iter().cloned());
+    create.extend(["--cluster-replicas", "1", "--cluster-yes"].map(String::from));
+    let output = redis_cli_cluster(&create);
+    assert!(output.contains("[OK] All 16384 slots covered."), "{output}");
+    wait_for("every node to see a healthy cluster", 60, || {
+        servers.iter().all(|server| {
+            cluster_state(server) == "ok"
+                && nodes(server).len() == 6
+                && (server.info_field("replication", "role") == "master"
+                    || server.info_field("replication", "master_link_status") == "up")
+        })
+    });
+
+    let topology = nodes(&servers[0]);
+    let ports: Vec<u16> = servers.iter().map(|server| server.port).collect();
+    let by_port = |port: u16| ports.iter().position(|p| *p == port).unwrap();
+    let primaries: Vec<Node> = topology.iter().filter(|n| n.primary).cloned().collect();
+    assert_eq!(primaries.len(), 3, "{topology:?}");
+    assert_eq!(primaries.iter().map(Node::slot_count).sum::<usize>(), 16384);
+    let replica_of = |primary: &Node| -> usize {
+        let replica = topology
+            .iter()
+            .find(|n| n.replica_of.as_deref() == Some(primary.id.as_str()))
+            .unwrap_or_else(|| panic!("no replica of {primary:?}"));
+        by_port(replica.port)
+    };
+
+    // 1,000 filters, made four ways, each with ten items.
+    let mut conn = client(&servers.iter().collect::<Vec<_>>());
+    for filter in 0..FILTERS {
+        let key = key(filter);
+        let items = items(filter);
+        match filter % 4 {
+            0 => {
+                let reply: String = redis::cmd("BF.RESERVE")
+                    .arg(&key)
+                    .arg("0.001")
+                    .arg(1000)
+                    .query(&mut conn)
+                    .unwrap();
+                assert_eq!(reply, "OK");
+                let added: Vec<i64> = redis::cmd("BF.MADD")
+                    .arg(&key)
+                    .arg(&items)
+                    .query(&mut conn)
+                    .unwrap();
+                assert_eq!(added, vec![1; ITEMS], "{key}");
+            }
+            1 => {
+                for item in &items {
+                    let added: i64 = redis::cmd("BF.ADD")
+                        .arg(&key)
+                        .arg(item)
+                        .query(&mut conn)
+                        .unwrap();
+                    assert_eq!(added, 1, "{key} {item}");
+                }
+            }
+            2 => {
+                let added: Vec<i64> = redis::cmd("BF.MADD")
+                    .arg(&key)
+                    .arg(&items)
+                    .query(&mut conn)
+                    .unwrap();
+                assert_eq!(added, vec![1; ITEMS], "{key}");
+            }
+            _ => {
+                let added: Vec<i64> = redis::cmd("BF.INSERT")
+                    .arg(&key)
+                    .arg("CAPACITY")
+                    .arg(500)
+                    .arg("ERROR")
+                    .arg("0.0001")
+                    .arg("ITEMS")
+                    .arg(&items)
+                    .query(&mut conn)
+                    .unwrap();
+                assert_eq!(added, vec![1; ITEMS], "{key}");
+            }
+        }
+        let inserted: Vec<i64> = redis::cmd("BF.INFO")
+            .arg(&key)
+            .arg("ITEMS")
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!(inserted, vec![ITEMS as i64], "{key}");
+        let capacity: Vec<i64> = redis::cmd("BF.INFO")
+            .arg(&key)
+            .arg("CAPACITY")
+            .query(&mut conn)
+            .unwrap();
+        let wanted = match filter % 4 {
+            0 => 1000,
+            3 => 500,
+            _ => 100, // bf.initial-size
+        };
+        assert_eq!(capacity, vec![wanted], "{key}");
+    }
+    all_filters_answer(&mut conn, None);
+    let absent: i64 = redis::cmd("BF.EXISTS")
+        .arg(key(0))
+        .arg("never added")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(absent, 0);
+
+    // Spread over every shard, each key on the primary that owns its slot.
+    let mut held = 0;
+    for primary in &primaries {
+        let server = &servers[by_port(primary.port)];
+        let keys = keys_on(server);
+        assert!(
+            keys.len() > FILTERS / 6,
+            "only {} filters on the primary with slots {:?}",
+            keys.len(),
+            primary.slots
+        );
+        for key in &keys {
+            assert!(primary.owns(key_slot(server, key)), "{key}");
+        }
+        held += answers_directly(server, false);
+    }
+    assert_eq!(held, FILTERS);
+
+    // The replicas hold copies that answer.
+    for primary in &primaries {
+        let primary_server = &servers[by_port(primary.port)];
+        let replica = &servers[replica_of(primary)];
+        replica.catch_up(primary_server);
+        assert_eq!(keys_on(replica), keys_on(primary_server));
+        answers_directly(replica, true);
+    }
+
+    // SIGKILL one primary: its replica takes over, and every filter still answers, also to
+    // writes.
+    let victim = primaries[0].clone();
+    let heir = replica_of(&victim);
+    let victim_keys = keys_on(&servers[by_port(victim.port)]);
+    servers[by_port(victim.port)].kill();
+    let survivors: Vec<usize> = (0..servers.len())
+        .filter(|&index| servers[index].port != victim.port)
+        .collect();
+    wait_for("the replica to take over", 60, || {
+        servers[heir].info_field("replication", "role") == "master"
+            && survivors
+                .iter()
+                .all(|&index| cluster_state(&servers[index]) == "ok")
+    });
+    let after_failover = nodes(&servers[heir]);
+    let promoted = after_failover
+        .iter()
+        .find(|n| n.port == servers[heir].port)
+        .unwrap();
+    assert!(promoted.primary);
+    assert_eq!(promoted.slots, victim.slots);
+    assert!(after_failover
+        .iter()
+        .any(|n| n.port == victim.port && n.failed));
+    assert_eq!(keys_on(&servers[heir]), victim_keys);
+
+    let mut conn = client(
+        &survivors
+            .iter()
+            .map(|&index| &servers[index])
+            .collect::<Vec<_>>(),
+    );
+    all_filters_answer(&mut conn, None);
+    for filter in 0..FILTERS {
+        let added: i64 = redis::cmd("BF.ADD")
+            .arg(key(filter))
+            .arg("after failover")
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!(added, 1, "{}", key(filter));
+    }
+    all_filters_answer(&mut conn, Some("after failover"));
+
+    // Move the lowest slots of another primary, enough to carry at least 20 filters, to the
+    // promoted replica: redis-cli moves a source's slots in ascending order, with MIGRATE.
+    let source = primaries[1].clone();
+    let source_server = by_port(source.port);
+    let mut source_slots: Vec<u16> = keys_on(&servers[source_server])
+        .iter()
+        .map(|key| key_slot(&servers[source_server], key))
+        .collect();
+    source_slots.sort_unstable();
+    let last_moved_slot = source_slots[19];
+    let moved_slots = source
+        .slots
+        .iter()
+        .flat_map(|(low, high)| *low..=*high)
+        .filter(|slot| *slot <= last_moved_slot)
+        .count();
+    let moving: Vec<String> = keys_on(&servers[source_server])
+        .into_iter()
+        .filter(|key| key_slot(&servers[source_server], key) <= last_moved_slot)
+        .collect();
+    assert!(moving.len() >= 20);
+    let output = redis_cli_cluster(&[
+        "reshard".to_string(),
+        format!("127.0.0.1:{}", servers[source_server].port),
+        "--cluster-from".to_string(),
+        my_id(&servers[source_server]),
+        "--cluster-to".to_string(),
+        my_id(&servers[heir]),
+        "--cluster-slots".to_string(),
+        moved_slots.to_string(),
+        "--cluster-yes".to_string(),
+    ]);
+    assert!(output.contains("Moving slot"), "{output}");
+    wait_for("every node to agree on the new owner", 60, || {
+        survivors.iter().all(|&index| {
+            let view = nodes(&servers[index]);
+            view.iter()
+                .find(|n| n.port == servers[heir].port)
+                .is_some_and(|n| n.owns(last_moved_slot))
+        })
+    });
+
+    // The moved filters are on the new owner, whole, and gone from the old one.
+    let source_keys = keys_on(&servers[source_server]);
+    let heir_keys = keys_on(&servers[heir]);
+    for key in &moving {
+        assert!(!source_keys.contains(key), "{key} is still on the source");
+        assert!(heir_keys.contains(key), "{key} did not arrive");
+    }
+    let mut direct = servers[heir].conn();
+    for key in &moving {
+        let filter = filter_of(key);
+        let mut command = vec!["BF.MEXISTS".to_string(), key.clone()];
+        command.extend(items(filter));
+        command.push("after failover".to_string());
+        assert_eq!(
+            direct.call(&command),
+            Frame::Array(vec![Frame::Int(1); ITEMS + 1]),
+            "{key}"
+        );
+        assert_eq!(
+            direct.call(&["BF.CARD", key]),
+            Frame::Int(ITEMS as i64 + 1),
+            "{key}"
+        );
+    }
+    // And the client, redirected, still finds every filter.
+    all_filters_answer(&mut conn, Some("after failover"));
+    let counts: BTreeMap<u16, usize> = survivors
+        .iter()
+        .filter(|&&index| servers[index].info_field("replication", "role") == "master")
+        .map(|&index| (servers[index].port, keys_on(&servers[index]).len()))
+        .collect();
+    assert_eq!(counts.values().sum::<usize>(), FILTERS, "{counts:?}");
+}
