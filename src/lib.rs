@@ -13,6 +13,7 @@ pub mod fuzzing;
 mod glue;
 mod stats;
 
+use commands::docs;
 use datatype::BLOOM_TYPE;
 use glue::command::{dispatch, Command, KeyUse};
 use redis_module::{redis_module, Context, RedisString, Status};
@@ -38,7 +39,7 @@ const fn version_number() -> i32 {
 
 /// Declares a command: its C callback runs `$handler` through [`dispatch`].
 macro_rules! command {
-    ($name:literal, $handler:path, $flags:literal, $arity:literal, $key:ident) => {{
+    ($name:literal, $handler:path, $flags:literal, $arity:literal, $key:ident, $docs:path) => {{
         extern "C" fn callback(
             ctx: *mut redis_module::raw::RedisModuleCtx,
             argv: *mut *mut redis_module::raw::RedisModuleString,
@@ -52,6 +53,7 @@ macro_rules! command {
             flags: $flags,
             arity: $arity,
             key: KeyUse::$key,
+            docs: $docs,
         }
     }};
 }
@@ -60,27 +62,27 @@ macro_rules! command {
 #[rustfmt::skip]
 const COMMANDS: &[Command] = &[
     // BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]
-    command!(c"BF.RESERVE", commands::reserve::reserve, c"write deny-oom", -4, Inserts),
+    command!(c"BF.RESERVE", commands::reserve::reserve, c"write deny-oom", -4, Inserts, docs::RESERVE),
     // BF.ADD key item
-    command!(c"BF.ADD", commands::add::add, c"write deny-oom", 3, Inserts),
+    command!(c"BF.ADD", commands::add::add, c"write deny-oom", 3, Inserts, docs::ADD),
     // BF.MADD key item [item ...]
-    command!(c"BF.MADD", commands::add::madd, c"write deny-oom", -3, Inserts),
+    command!(c"BF.MADD", commands::add::madd, c"write deny-oom", -3, Inserts, docs::MADD),
     // BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...
-    command!(c"BF.INSERT", commands::add::insert, c"write deny-oom", -4, Inserts),
+    command!(c"BF.INSERT", commands::add::insert, c"write deny-oom", -4, Inserts, docs::INSERT),
     // BF.EXISTS key item
-    command!(c"BF.EXISTS", commands::exists::exists, c"readonly fast", 3, ReadsItems),
+    command!(c"BF.EXISTS", commands::exists::exists, c"readonly fast", 3, ReadsItems, docs::EXISTS),
     // BF.MEXISTS key item [item ...]
-    command!(c"BF.MEXISTS", commands::exists::mexists, c"readonly fast", -3, ReadsItems),
+    command!(c"BF.MEXISTS", commands::exists::mexists, c"readonly fast", -3, ReadsItems, docs::MEXISTS),
     // BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]
-    command!(c"BF.INFO", commands::info::info, c"readonly fast", -2, ReadsMetadata),
+    command!(c"BF.INFO", commands::info::info, c"readonly fast", -2, ReadsMetadata, docs::INFO),
     // BF.CARD key
-    command!(c"BF.CARD", commands::info::card, c"readonly fast", 2, ReadsMetadata),
+    command!(c"BF.CARD", commands::info::card, c"readonly fast", 2, ReadsMetadata, docs::CARD),
     // BF.DEBUG key
-    command!(c"BF.DEBUG", commands::info::debug, c"readonly", 2, ReadsMetadata),
+    command!(c"BF.DEBUG", commands::info::debug, c"readonly", 2, ReadsMetadata, docs::DEBUG),
     // BF.SCANDUMP key iterator
-    command!(c"BF.SCANDUMP", commands::dump::scandump, c"readonly", 3, ReadsItems),
+    command!(c"BF.SCANDUMP", commands::dump::scandump, c"readonly", 3, ReadsItems, docs::SCANDUMP),
     // BF.LOADCHUNK key iterator data
-    command!(c"BF.LOADCHUNK", commands::dump::loadchunk, c"write deny-oom", 4, Loads),
+    command!(c"BF.LOADCHUNK", commands::dump::loadchunk, c"write deny-oom", 4, Loads, docs::LOADCHUNK),
 ];
 
 fn init(ctx: &Context, args: &[RedisString]) -> Status {

@@ -496,48 +496,6 @@ fn wrong_types_and_argument_counts_of_the_new_commands() {
 }
 
 #[test]
-fn new_commands_declare_flags_and_key_access() {
-    let server = Server::start();
-    let mut conn = server.conn();
-    let expected = [
-        (
-            "bf.madd",
-            -3,
-            &["write", "denyoom", "module"][..],
-            &["RW", "insert"][..],
-        ),
-        (
-            "bf.insert",
-            -4,
-            &["write", "denyoom", "module"],
-            &["RW", "insert"],
-        ),
-        (
-            "bf.mexists",
-            -3,
-            &["readonly", "module", "fast"],
-            &["RO", "access"],
-        ),
-        ("bf.info", -2, &["readonly", "module", "fast"], &["RO"]),
-        ("bf.card", 2, &["readonly", "module", "fast"], &["RO"]),
-        ("bf.debug", 2, &["readonly", "module"], &["RO"]),
-    ];
-    for (name, arity, flags, key) in expected {
-        let info = conn.call(&["COMMAND", "INFO", name]).items()[0].items();
-        assert_eq!(info[1], Frame::Int(arity), "{name}");
-        let got: Vec<String> = info[2].items().iter().map(Frame::text).collect();
-        assert_eq!(got, flags, "{name}");
-        let spec = info[8].items()[0].items();
-        let at = spec
-            .iter()
-            .position(|f| f == &Frame::bulk("flags"))
-            .unwrap();
-        let got: Vec<String> = spec[at + 1].items().iter().map(Frame::text).collect();
-        assert_eq!(got, key, "{name}");
-    }
-}
-
-#[test]
 fn configs_read_and_write_and_refuse_bad_values() {
     let server = Server::start();
     let mut conn = server.conn();

@@ -327,44 +327,6 @@ impl ErrorText for Frame {
     }
 }
 
-/// The fields of COMMAND INFO for one command: (arity, flags, key spec flags).
-fn command_info(server: &Server, name: &str) -> (i64, Vec<String>, Vec<String>) {
-    let reply = server.conn().call(&["COMMAND", "INFO", name]);
-    let info = reply.items()[0].items();
-    let arity = info[1].int();
-    let flags = info[2].items().iter().map(Frame::text).collect();
-    let specs = info[8].items();
-    assert_eq!(specs.len(), 1, "one key spec: {specs:?}");
-    let spec = specs[0].items();
-    let position = spec
-        .iter()
-        .position(|f| f == &Frame::bulk("flags"))
-        .unwrap();
-    let spec_flags = spec[position + 1].items().iter().map(Frame::text).collect();
-    (arity, flags, spec_flags)
-}
-
-#[test]
-fn commands_declare_arity_flags_and_key_access() {
-    let server = Server::start();
-    let (arity, flags, key) = command_info(&server, "bf.reserve");
-    assert_eq!(arity, -4);
-    assert_eq!(flags, ["write", "denyoom", "module"]);
-    assert_eq!(key, ["RW", "insert"]);
-    let (arity, flags, key) = command_info(&server, "bf.add");
-    assert_eq!(arity, 3);
-    assert_eq!(flags, ["write", "denyoom", "module"]);
-    assert_eq!(key, ["RW", "insert"]);
-    let (arity, flags, key) = command_info(&server, "bf.exists");
-    assert_eq!(arity, 3);
-    assert_eq!(flags, ["readonly", "module", "fast"]);
-    assert_eq!(key, ["RO", "access"]);
-    let keys = server
-        .conn()
-        .call(&["COMMAND", "GETKEYS", "BF.ADD", "k1", "item"]);
-    assert_eq!(keys, Frame::Array(vec![Frame::bulk("k1")]));
-}
-
 #[test]
 fn debug_reload_and_a_restart_keep_every_bit() {
     let mut server = Server::start();

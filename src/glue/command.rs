@@ -42,6 +42,103 @@ impl KeyUse {
     }
 }
 
+/// What `COMMAND DOCS` shows for a command.
+pub struct Docs {
+    pub summary: &'static CStr,
+    pub complexity: &'static CStr,
+    pub args: &'static [Arg],
+}
+
+/// One argument of a command, as `COMMAND DOCS` describes it.
+pub struct Arg {
+    pub name: &'static CStr,
+    pub kind: ArgKind,
+    /// The keyword before the value (`EXPANSION 4`), or the whole of a pure token.
+    pub token: Option<&'static CStr>,
+    pub optional: bool,
+    pub multiple: bool,
+}
+
+/// The type of an argument.
+pub enum ArgKind {
+    /// The command's key (its only key spec).
+    Key,
+    String,
+    Integer,
+    Double,
+    /// A keyword alone (`NONSCALING`).
+    PureToken,
+    /// Exactly one of the sub-arguments.
+    OneOf(&'static [Arg]),
+}
+
+impl Arg {
+    const fn new(name: &'static CStr, kind: ArgKind) -> Arg {
+        Arg {
+            name,
+            kind,
+            token: None,
+            optional: false,
+            multiple: false,
+        }
+    }
+
+    /// The key.
+    pub const fn key(name: &'static CStr) -> Arg {
+        Arg::new(name, ArgKind::Key)
+    }
+
+    /// A string (an item, a chunk).
+    pub const fn string(name: &'static CStr) -> Arg {
+        Arg::new(name, ArgKind::String)
+    }
+
+    /// An integer.
+    pub const fn integer(name: &'static CStr) -> Arg {
+        Arg::new(name, ArgKind::Integer)
+    }
+
+    /// A floating-point number.
+    pub const fn double(name: &'static CStr) -> Arg {
+        Arg::new(name, ArgKind::Double)
+    }
+
+    /// A keyword alone.
+    pub const fn pure_token(name: &'static CStr, token: &'static CStr) -> Arg {
+        Arg::new(name, ArgKind::PureToken).token(token)
+    }
+
+    /// One of `choices`.
+    pub const fn one_of(name: &'static CStr, choices: &'static [Arg]) -> Arg {
+        Arg::new(name, ArgKind::OneOf(choices))
+    }
+
+    /// Preceded by a keyword.
+    pub const fn token(mut self, token: &'static CStr) -> Arg {
+        self.token = Some(token);
+        self
+    }
+
+    /// May be left out.
+    pub const fn optional(mut self) -> Arg {
+        self.optional = true;
+        self
+    }
+
+    /// May repeat.
+    pub const fn multiple(mut self) -> Arg {
+        self.multiple = true;
+        self
+    }
+}
+
+/// The module version, as `COMMAND DOCS` shows it in `since`.
+const SINCE: &CStr =
+    match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+        Ok(version) => version,
+        Err(_) => c"0.0.0",
+    };
+
 /// One command as it is registered.
 pub struct Command {
     pub name: &'static CStr,
@@ -51,6 +148,7 @@ pub struct Command {
     /// Redis arity: the exact argument count including the name, or minus the minimum.
     pub arity: i32,
     pub key: KeyUse,
+    pub docs: Docs,
 }
 
 /// Runs a handler for a command callback.
@@ -176,6 +274,51 @@ fn categories(flags: &str, bloom: bool) -> String {
     categories.join(" ")
 }
 
+/// Builds the server's argument table for `args` (ending in a zeroed entry), keeping it and its
+/// sub-tables in `tables`; returns a pointer to it, valid while `tables` lives.
+fn arg_table(
+    args: &[Arg],
+    tables: &mut Vec<Vec<raw::RedisModuleCommandArg>>,
+) -> *mut raw::RedisModuleCommandArg {
+    let mut table: Vec<raw::RedisModuleCommandArg> = Vec::with_capacity(args.len() + 1);
+    for arg in args {
+        // SAFETY: zeroed pointers mean "none" for every optional field.
+        let mut entry: raw::RedisModuleCommandArg = unsafe { std::mem::zeroed() };
+        entry.name = arg.name.as_ptr();
+        entry.key_spec_index = -1;
+        entry.type_ = match arg.kind {
+            ArgKind::Key => {
+                entry.key_spec_index = 0;
+                raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY
+            }
+            ArgKind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
+            ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+            ArgKind::Double => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_DOUBLE,
+            ArgKind::PureToken => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
+            ArgKind::OneOf(choices) => {
+                entry.subargs = arg_table(choices, tables);
+                raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF
+            }
+        };
+        entry.token = arg.token.map_or(std::ptr::null(), CStr::as_ptr);
+        let mut flags = raw::REDISMODULE_CMD_ARG_NONE;
+        if arg.optional {
+            flags |= raw::REDISMODULE_CMD_ARG_OPTIONAL;
+        }
+        if arg.multiple {
+            flags |= raw::REDISMODULE_CMD_ARG_MULTIPLE;
+        }
+        entry.flags = flags as c_int;
+        table.push(entry);
+    }
+    // SAFETY: the zeroed entry is the documented terminator.
+    table.push(unsafe { std::mem::zeroed() });
+    // The heap buffer does not move when the Vec moves into `tables`.
+    let pointer = table.as_mut_ptr();
+    tables.push(table);
+    pointer
+}
+
 /// Declares the arity and the single key spec: argument 1, with the command's access flags.
 fn set_info(handle: *mut raw::RedisModuleCommand, command: &Command) -> Result<(), &'static str> {
     // SAFETY: zeroed key specs are the documented terminator; the other fields are plain data.
@@ -188,11 +331,19 @@ fn set_info(handle: *mut raw::RedisModuleCommand, command: &Command) -> Result<(
     key_specs[0].fk.range.lastkey = 0;
     key_specs[0].fk.range.keystep = 1;
     key_specs[0].fk.range.limit = 0;
+    // The argument tables, each ending in a zeroed entry; sub-tables are kept alive here until
+    // the server has copied them.
+    let mut tables = Vec::new();
+    let args = arg_table(command.docs.args, &mut tables);
     // SAFETY: zeroed pointers mean "none" for every optional field.
     let mut info: raw::RedisModuleCommandInfo = unsafe { std::mem::zeroed() };
     info.version = &INFO_VERSION;
+    info.summary = command.docs.summary.as_ptr();
+    info.complexity = command.docs.complexity.as_ptr();
+    info.since = SINCE.as_ptr();
     info.arity = command.arity;
     info.key_specs = key_specs.as_mut_ptr();
+    info.args = args;
     let Some(set_command_info) = (unsafe { raw::RedisModule_SetCommandInfo }) else {
         return Err("this server cannot describe commands (Redis 7.0 or newer is needed)");
     };
