@@ -3,6 +3,7 @@
 #   make run    build the module and start redis-server with it on port 6379 (PORT=... to change)
 #   make test   everything CI checks: formatting, clippy, unit and integration tests
 #   make build  build target/release/libredis_bf.so
+#   make dist   package the stripped module with its README, license and example config
 #   make clean  remove build output
 
 PORT ?= 6379
@@ -12,7 +13,7 @@ DEBIAN_PACKAGES := redis-server redis-tools libclang-dev build-essential python3
 VENV := target/venv
 PY_CLIENTS := redis==8.1.0
 
-.PHONY: all deps build run test lint unit integration clients bench fuzz clean
+.PHONY: all deps build dist run test lint unit integration clients bench fuzz clean
 
 all: build
 
@@ -43,6 +44,10 @@ build: deps
 	cargo build --release
 
 $(MODULE): build
+
+# target/dist/redis-bf-<version>-linux-<arch>.tar.gz (and its .sha256): see scripts/dist.sh.
+dist: build
+	scripts/dist.sh target/dist
 
 # Starts redis-server in the foreground with the module (Ctrl-C stops it). Data goes to target/run.
 run: build

@@ -71,6 +71,10 @@ pub struct Options {
     pub address_space_kib: Option<u64>,
     /// A Redis Cluster node: `cluster-enabled yes`, on a port whose bus port (+10000) is free.
     pub cluster: bool,
+    /// Load this module file instead of the release build.
+    pub module: Option<PathBuf>,
+    /// A configuration file, given to the server before every other setting.
+    pub config_file: Option<PathBuf>,
 }
 
 impl Options {
@@ -165,8 +169,11 @@ impl Server {
                 }
                 None => Command::new(redis_server()),
             };
+            command.current_dir(&self.dir);
+            if let Some(file) = &self.options.config_file {
+                command.arg(file);
+            }
             command
-                .current_dir(&self.dir)
                 .arg("--port")
                 .arg(self.port.to_string())
                 .args(["--bind", "127.0.0.1", "--protected-mode", "no"])
@@ -179,7 +186,8 @@ impl Server {
                 .arg("--logfile")
                 .arg(&log);
             if !self.options.without_module {
-                command.arg("--loadmodule").arg(module_path());
+                let module = self.options.module.clone().unwrap_or_else(module_path);
+                command.arg("--loadmodule").arg(module);
                 command.args(&self.options.module_args);
             }
             for (name, value) in &self.options.config {
