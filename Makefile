@@ -12,6 +12,8 @@ DEBIAN_PACKAGES := redis-server redis-tools libclang-dev build-essential python3
 # Client libraries the compatibility tests drive, pinned.
 VENV := target/venv
 PY_CLIENTS := redis==8.1.0
+# node-redis, pinned with its whole tree in tests/clients/package-lock.json.
+NODE_DIR := target/node
 
 .PHONY: all deps build dist run test lint unit integration clients bench fuzz clean
 
@@ -39,6 +41,16 @@ deps:
 	  fi; \
 	fi; \
 	command -v cargo >/dev/null 2>&1 || { echo "cargo is missing: install Rust from https://rustup.rs"; exit 1; }
+	@# Node.js (for the node-redis tests): any install will do, Debian's if there is none.
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing: nodejs npm"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null || exit 1; \
+	  else \
+	    echo "Node.js is missing: install it with: sudo apt-get install -y nodejs npm"; exit 1; \
+	  fi; \
+	fi
 
 build: deps
 	cargo build --release
@@ -68,7 +80,14 @@ $(VENV)/.installed: Makefile
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check $(PY_CLIENTS)
 	touch $@
 
-clients: $(VENV)/.installed
+# node-redis under target/node, exactly as locked (for tests/clients.rs).
+$(NODE_DIR)/.installed: tests/clients/package.json tests/clients/package-lock.json
+	mkdir -p $(NODE_DIR)
+	cp tests/clients/package.json tests/clients/package-lock.json $(NODE_DIR)/
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+clients: $(VENV)/.installed $(NODE_DIR)/.installed
 
 integration: build clients
 	cargo test --workspace --tests

@@ -38,3 +38,177 @@ fn redis_py_drives_the_dialect_in_resp2_and_resp3() {
         assert!(stdout.contains(&format!("RESP{protocol}: ok")), "{stdout}");
     }
 }
+
+/// The directory `make test` installs node-redis into, exactly as tests/clients/package-lock.json
+/// locks it.
+fn node_dir() -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/node");
+    assert!(
+        dir.join("node_modules/redis").exists(),
+        "{} is missing node-redis: `make test` installs it (npm ci from tests/clients)",
+        dir.display()
+    );
+    dir
+}
+
+#[test]
+fn node_redis_drives_the_dialect_in_resp2_and_resp3() {
+    let dir = node_dir();
+    // Node resolves `import 'redis'` from the script's own directory: run a copy beside
+    // node_modules.
+    let script = dir.join("node_redis_bf.mjs");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node_redis_bf.mjs"),
+        &script,
+    )
+    .expect("copy the node-redis script");
+    let server = Server::start();
+    for protocol in ["2", "3"] {
+        let output = Command::new("node")
+            .arg(&script)
+            .arg(server.port.to_string())
+            .arg(protocol)
+            .output()
+            .expect("run node (make test installs Node.js when it can)");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "RESP{protocol}:\n{stdout}\n{stderr}"
+        );
+        assert!(stdout.contains(&format!("RESP{protocol}: ok")), "{stdout}");
+    }
+}
+
+/// The redis crate (redis-rs) with its `bloom` feature: the typed `bf_*` commands, in RESP2 and
+/// RESP3.
+#[test]
+fn redis_rs_drives_the_dialect_in_resp2_and_resp3() {
+    use redis::bloom::{
+        BloomFilterDumpIterator, BloomFilterInfoType, BloomFilterInsertOptions,
+        BloomFilterScalingOptions,
+    };
+    use redis::{Commands, Value};
+
+    let server = Server::start();
+    for protocol in ["resp2", "resp3"] {
+        let client = redis::Client::open(format!(
+            "redis://127.0.0.1:{}/?protocol={protocol}",
+            server.port
+        ))
+        .unwrap();
+        let mut con = client.get_connection().unwrap();
+        let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
+        let error_text = |err: redis::RedisError| err.detail().unwrap_or_default().to_string();
+
+        // reserve, in its three forms
+        let _: () = con.bf_reserve("urls", 0.01, 1000).unwrap();
+        let _: () = con
+            .bf_reserve_options(
+                "wide",
+                0.001,
+                100,
+                BloomFilterScalingOptions::ExpansionRate(4),
+            )
+            .unwrap();
+        let _: () = con
+            .bf_reserve_options("fixed", 0.01, 2, BloomFilterScalingOptions::NonScaling)
+            .unwrap();
+        let again: Result<(), _> = con.bf_reserve("urls", 0.01, 1000);
+        assert_eq!(error_text(again.unwrap_err()), "item exists", "{protocol}");
+
+        // add / madd
+        assert!(con
+            .bf_add::<_, _, bool>("urls", "https://example.com/")
+            .unwrap());
+        assert!(!con
+            .bf_add::<_, _, bool>("urls", "https://example.com/")
+            .unwrap());
+        let added: Vec<bool> = con.bf_madd("urls", &["a", "b", "a"]).unwrap();
+        assert_eq!(added, [true, true, false], "{protocol}");
+
+        // a full non-scaling filter: the reply ends with an error element, which this client
+        // raises as the command's error; the items before it were added
+        let full: Result<Value, _> = redis::cmd("BF.MADD")
+            .arg("fixed")
+            .arg(&["x", "y", "z"])
+            .query(&mut con);
+        assert_eq!(
+            error_text(full.unwrap_err()),
+            "non scaling filter is full",
+            "{protocol}"
+        );
+        let found: Vec<bool> = con.bf_mexists("fixed", &["x", "y", "z"]).unwrap();
+        assert_eq!(found, [true, true, false], "{protocol}");
+
+        // insert with options (this client sends NOCREATE and ERROR before CAPACITY)
+        let options = BloomFilterInsertOptions::default()
+            .capacity(500)
+            .error_rate(0.001)
+            .expansion(BloomFilterScalingOptions::ExpansionRate(3));
+        let inserted: Vec<bool> = con
+            .bf_insert_options("inserted", &["p", "q"], options)
+            .unwrap();
+        assert_eq!(inserted, [true, true], "{protocol}");
+        let inserted: Vec<bool> = con.bf_insert("plain", &["p"]).unwrap();
+        assert_eq!(inserted, [true], "{protocol}");
+        let nowhere: Result<Vec<bool>, _> = con.bf_insert_options(
+            "nowhere",
+            &["p"],
+            BloomFilterInsertOptions::default().nocreate(),
+        );
+        assert_eq!(error_text(nowhere.unwrap_err()), "not found", "{protocol}");
+
+        // exists / mexists
+        assert!(con
+            .bf_exists::<_, _, bool>("urls", "https://example.com/")
+            .unwrap());
+        assert!(!con
+            .bf_exists::<_, _, bool>("urls", "https://example.org/")
+            .unwrap());
+        assert!(!con.bf_exists::<_, _, bool>("missing", "a").unwrap());
+        let found: Vec<bool> = con.bf_mexists("urls", &["a", "zzz", "b"]).unwrap();
+        assert_eq!(found, [true, false, true], "{protocol}");
+
+        // info (whole and by field) and card
+        let info: std::collections::HashMap<String, redis::bloom::BloomFilterInfoTypeResponse> =
+            con.bf_info("urls").unwrap();
+        assert_eq!(info.len(), 5, "{protocol}: {info:?}");
+        assert_eq!(info["Capacity"], 1000.0);
+        assert_eq!(info["Number of filters"], 1.0);
+        assert_eq!(info["Number of items inserted"], 3.0);
+        assert_eq!(info["Expansion rate"], 2.0);
+        assert!(*info["Size"] > 1000.0 * 11.0 / 8.0);
+        let capacity: redis::bloom::BloomFilterInfoTypeResponse = con
+            .bf_info_type("inserted", BloomFilterInfoType::Capacity)
+            .unwrap();
+        assert_eq!(capacity, 500.0);
+        let expansion: redis::bloom::BloomFilterInfoTypeResponse = con
+            .bf_info_type("wide", BloomFilterInfoType::Expansion)
+            .unwrap();
+        assert_eq!(expansion, 4.0);
+        assert_eq!(con.bf_card::<_, usize>("urls").unwrap(), 3);
+        assert_eq!(con.bf_card::<_, usize>("missing").unwrap(), 0);
+
+        // scandump / loadchunk through the crate's own iterator
+        let chunks: Vec<_> = BloomFilterDumpIterator::new(&mut con, "urls")
+            .map(|chunk| chunk.unwrap())
+            .collect();
+        assert_eq!(chunks[0].iterator, 1, "{protocol}");
+        assert!(chunks[0].data.starts_with(b"redis-bf"));
+        for chunk in chunks {
+            let _: () = con.bf_loadchunk("urls-copy", chunk).unwrap();
+        }
+        let copied: std::collections::HashMap<String, redis::bloom::BloomFilterInfoTypeResponse> =
+            con.bf_info("urls-copy").unwrap();
+        assert_eq!(copied, info, "{protocol}");
+        let digest = |con: &mut redis::Connection, key: &str| -> Vec<String> {
+            redis::cmd("DEBUG")
+                .arg("DIGEST-VALUE")
+                .arg(key)
+                .query(con)
+                .unwrap()
+        };
+        assert_eq!(digest(&mut con, "urls-copy"), digest(&mut con, "urls"));
+    }
+}
