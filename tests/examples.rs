@@ -1,0 +1,133 @@
+//! The examples keep working: the crawler-dedup benchmark and the cache guard run against a real
+//! server with the module, on a small scale, through the pinned redis-py.
+
+mod common;
+
+use common::{Frame, Server};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn python() -> PathBuf {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: `make test` creates it",
+        python.display()
+    );
+    python
+}
+
+/// Runs an example script from its own directory; its standard output.
+fn run_example(dir: &str, script: &str, args: &[String]) -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(dir);
+    let output = Command::new(python())
+        .arg(script)
+        .args(args)
+        .current_dir(&dir)
+        .output()
+        .expect("run the example");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{script} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// The cells of the table row that starts with `name`.
+fn row(output: &str, name: &str) -> Vec<String> {
+    let line = output
+        .lines()
+        .find(|line| line.starts_with(&format!("| {name} |")))
+        .unwrap_or_else(|| panic!("no row for {name}:\n{output}"));
+    line.trim_matches('|')
+        .split('|')
+        .map(|cell| cell.trim().to_string())
+        .collect()
+}
+
+/// "10.9 KiB" and the like, in KiB.
+fn kib(cell: &str) -> f64 {
+    let (number, unit) = cell.split_once(' ').unwrap();
+    let number: f64 = number.parse().unwrap();
+    match unit {
+        "MiB" => number * 1024.0,
+        "KiB" => number,
+        _ => number / 1024.0,
+    }
+}
+
+#[test]
+fn the_crawler_dedup_benchmark_compares_three_approaches() {
+    let server = Server::start();
+    let output = run_example(
+        "crawler_dedup",
+        "bench.py",
+        &[
+            "--port".into(),
+            server.port.to_string(),
+            "--urls".into(),
+            "5000".into(),
+        ],
+    );
+    assert!(
+        output.starts_with("5,000 URLs discovered, 4,500 distinct"),
+        "{output}"
+    );
+    let bloom = row(&output, "redis-bf BF.ADD");
+    let exact = row(&output, "set of SHA-1 fingerprints (SADD)");
+    let client = row(&output, "client-side Bloom (SETBIT x k)");
+    // Round trips per URL: one, one, and k = 7 at 1%.
+    assert_eq!(bloom[2], "1.0");
+    assert_eq!(exact[2], "1.0");
+    assert_eq!(client[2], "7.0");
+    // The exact set never skips a new URL; the filters skip few.
+    assert_eq!(exact[5], "0.000% (0 of 4,500)");
+    assert_eq!(exact[6], "0.00%");
+    for filter in [&bloom, &client] {
+        let rate: f64 = filter[5].split('%').next().unwrap().parse().unwrap();
+        assert!(rate < 1.0, "{filter:?}");
+    }
+    // The module's filter is far smaller than the set.
+    assert!(
+        kib(&bloom[3]) * 10.0 < kib(&exact[3]),
+        "{bloom:?} {exact:?}"
+    );
+    // It cleaned up after itself.
+    assert_eq!(server.conn().call(&["DBSIZE"]), Frame::Int(0));
+}
+
+#[test]
+fn the_cache_guard_refuses_absent_ids_without_asking_the_store() {
+    let server = Server::start();
+    let output = run_example(
+        "cache_guard",
+        "guard.py",
+        &[
+            "--port".into(),
+            server.port.to_string(),
+            "--users".into(),
+            "5000".into(),
+            "--lookups".into(),
+            "4000".into(),
+        ],
+    );
+    assert!(
+        output.contains("4,000 lookups: 2,000 for users that exist, 2,000 for ids that do not"),
+        "{output}"
+    );
+    // Every lookup of an existing user reaches the store; of the 2,000 absent ids only the false
+    // positives do (0.1% expected: a handful at most).
+    let queries: usize = output
+        .split("store queries: ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .map(|count| count.replace(',', "").parse().unwrap())
+        .unwrap();
+    assert!((2000..2010).contains(&queries), "{output}");
+    assert!(output.contains("a user added after loading is found at once"));
+    assert_eq!(server.conn().call(&["DBSIZE"]), Frame::Int(0));
+}
