@@ -13,6 +13,7 @@
 use crate::commands::{parse_capacity, parse_error_rate, parse_expansion};
 use crate::error::BfError;
 use crate::glue::guard::guarded;
+use bf_filter::MAX_EXPANSION;
 use redis_module::raw;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
@@ -94,7 +95,7 @@ impl SizeLimit {
 pub struct Defaults {
     pub error: f64,
     pub capacity: u64,
-    pub expansion: u32,
+    pub expansion: u16,
 }
 
 /// The current defaults (`bf.error-rate`, `bf.initial-size`, `bf.expansion-factor`).
@@ -102,7 +103,8 @@ pub fn defaults() -> Defaults {
     Defaults {
         error: f64::from_bits(ERROR_RATE.load(Ordering::Relaxed)),
         capacity: INITIAL_SIZE.load(Ordering::Relaxed),
-        expansion: EXPANSION.load(Ordering::Relaxed) as u32,
+        // Kept within 1 to MAX_EXPANSION by the config's bounds.
+        expansion: u16::try_from(EXPANSION.load(Ordering::Relaxed)).unwrap_or(MAX_EXPANSION),
     }
 }
 

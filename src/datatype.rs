@@ -1,11 +1,13 @@
 //! The `MBbloom--` data type: how a filter is saved to and loaded from RDB (and so DUMP/RESTORE
 //! and replication), rewritten for the AOF, copied, digested, measured and freed.
 //!
-//! The stored form is `bf_filter::stored`'s, in encoding version 100 (0 to 99 are left for
-//! reading RedisBloom's own layouts); this file only connects it to the server's RDB stream.
+//! The stored form is `bf_filter::stored`'s, in encoding version 100; versions 0 to 4 are
+//! RedisBloom's own layouts (its type has the same name), read by `bf_filter::redisbloom`. This
+//! file only connects them to the server's RDB stream.
 
 use crate::glue::guard::guarded;
 use bf_filter::dump;
+use bf_filter::redisbloom;
 use bf_filter::stored::{self, FieldSink, FieldSource, LoadError};
 use bf_filter::{Chain, Growth};
 use redis_module::native_types::RedisType;
@@ -114,6 +116,26 @@ impl FieldSource for Rdb {
             )))
         }
     }
+
+    fn any_buffer(&mut self) -> Result<Box<[u8]>, LoadError> {
+        let mut len = 0;
+        // SAFETY: as in `buffer`; the server has read the whole string before it returns it.
+        unsafe {
+            let ptr = raw::RedisModule_LoadStringBuffer.unwrap()(self.0, &mut len);
+            if raw::is_io_error(self.0) || ptr.is_null() {
+                return Err(LoadError::Truncated);
+            }
+            if len == 0 {
+                // A Box of nothing owns no allocation: give the server's back.
+                raw::RedisModule_Free.unwrap()(ptr.cast());
+                return Ok(Box::new([]));
+            }
+            Ok(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                ptr.cast::<u8>(),
+                len,
+            )))
+        }
+    }
 }
 
 /// No context to log through: the callbacks below run without one.
@@ -136,6 +158,9 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
         || {
             if encver == ENCODING_VERSION {
                 stored::load(&mut Rdb(rdb)).map_err(|err| err.to_string())
+            } else if let Ok(encver @ 0..=4) = u32::try_from(encver) {
+                // Written by RedisBloom, whose type has the same name.
+                redisbloom::load_rdb(&mut Rdb(rdb), encver).map_err(|err| err.to_string())
             } else {
                 Err(format!(
                     "encoding version {encver} is not one this module reads"

@@ -210,7 +210,7 @@ fn forged_and_truncated_chunks_are_refused_and_leave_the_key_as_it_was() {
         (
             "magic",
             patched(0, b"MBbloom-"),
-            "ERR invalid chunk: not a redis-bf dump header",
+            "ERR invalid chunk: neither a redis-bf nor a RedisBloom dump header",
         ),
         (
             "version",
@@ -252,7 +252,11 @@ fn forged_and_truncated_chunks_are_refused_and_leave_the_key_as_it_was() {
             header[..header.len() - 3].to_vec(),
             "ERR invalid chunk: header length does not match its sub-filter count",
         ),
-        ("empty", Vec::new(), "ERR invalid chunk: header ends early"),
+        (
+            "empty",
+            Vec::new(),
+            "ERR invalid chunk: neither a redis-bf nor a RedisBloom dump header",
+        ),
     ];
     for (what, forged, error) in bad_headers {
         assert_eq!(

@@ -57,9 +57,9 @@ pub fn parse_capacity(token: &[u8]) -> Result<u64, BfError> {
 }
 
 /// An expansion factor: a whole number from 1 to 32768.
-pub fn parse_expansion(token: &[u8]) -> Result<u32, BfError> {
+pub fn parse_expansion(token: &[u8]) -> Result<u16, BfError> {
     parse_whole(token)
-        .and_then(|value| u32::try_from(value).ok())
+        .and_then(|value| u16::try_from(value).ok())
         .filter(|expansion| (1..=MAX_EXPANSION).contains(expansion))
         .ok_or(BfError::BadExpansion)
 }

@@ -21,7 +21,7 @@ pub struct Reserve {
 impl Reserve {
     /// Parses the arguments after the key; `default_expansion` applies when neither EXPANSION
     /// nor NONSCALING is given.
-    pub fn parse<'a>(args: &impl Args<'a>, default_expansion: u32) -> Result<Reserve, BfError> {
+    pub fn parse<'a>(args: &impl Args<'a>, default_expansion: u16) -> Result<Reserve, BfError> {
         let error = parse_error_rate(args.get(2))?;
         let capacity = parse_capacity(args.get(3))?;
         let mut expansion = None;

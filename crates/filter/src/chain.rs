@@ -10,9 +10,10 @@
 //! and counts the item only if none holds it.
 
 use crate::bits::BitStore;
-use crate::hash::ItemHash;
+use crate::hash::{Hashing, ItemHash};
+use crate::redisbloom::RedisBloomOptions;
 use crate::sizing::{check_error_rate, Shape};
-use crate::sub_filter::SubFilter;
+use crate::sub_filter::{storage_bits, SubFilter};
 use crate::FilterError;
 
 /// Items the batch operations hash at a time, into a buffer on the stack.
@@ -22,13 +23,14 @@ const GROUP: usize = 32;
 const AHEAD: usize = 8;
 
 /// The largest expansion factor (RedisBloom's bound).
-pub const MAX_EXPANSION: u32 = 32768;
+pub const MAX_EXPANSION: u16 = 32768;
 
 /// What happens when the newest sub-filter is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Growth {
     /// Add a sub-filter `expansion` times the newest one's capacity (1 to [`MAX_EXPANSION`]).
-    Scaling { expansion: u32 },
+    /// (16 bits: with [`Format`], it keeps a [`Chain`] at 32 bytes, an allocator size class.)
+    Scaling { expansion: u16 },
     /// Refuse new items (NONSCALING).
     Fixed,
 }
@@ -36,7 +38,7 @@ pub enum Growth {
 impl Growth {
     /// A scaling growth, if `expansion` is in range.
     pub fn scaling(expansion: u64) -> Result<Growth, FilterError> {
-        match u32::try_from(expansion) {
+        match u16::try_from(expansion) {
             Ok(expansion) if (1..=MAX_EXPANSION).contains(&expansion) => {
                 Ok(Growth::Scaling { expansion })
             }
@@ -45,9 +47,30 @@ impl Growth {
     }
 }
 
+/// Where a chain's hashing and sizing come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Made by this module: xxh3-128 ([`Hashing::Xxh3`]) and RedisBloom's sizing formulas.
+    Native,
+    /// Imported from RedisBloom, and kept as RedisBloom made it: its hashing and its sizing,
+    /// as its option flags say, for the sub-filters it made and the ones added here.
+    RedisBloom(RedisBloomOptions),
+}
+
+impl Format {
+    /// How the chain hashes items.
+    pub fn hashing(self) -> Hashing {
+        match self {
+            Format::Native => Hashing::Xxh3,
+            Format::RedisBloom(options) => options.hashing(),
+        }
+    }
+}
+
 /// A Bloom filter that may grow: the value of one `BF.*` key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Chain {
+    format: Format,
     growth: Growth,
     filters: Vec<SubFilter>,
 }
@@ -72,6 +95,7 @@ impl Chain {
             return Err(FilterError::TooLarge { bytes });
         }
         Ok(Chain {
+            format: Format::Native,
             growth,
             filters: vec![SubFilter::new(shape)?],
         })
@@ -88,7 +112,41 @@ impl Chain {
         for pair in filters.windows(2) {
             check_successor(growth, pair[0].shape(), pair[0].items(), pair[1].shape())?;
         }
-        Ok(Chain { growth, filters })
+        Ok(Chain {
+            format: Format::Native,
+            growth,
+            filters,
+        })
+    }
+
+    /// A chain imported from RedisBloom, from sub-filters its caller checked one by one
+    /// (`redisbloom::check_link`). RedisBloom's own releases grew chains by different rules over
+    /// the years, so the sub-filters are not checked against one another; a NONSCALING chain
+    /// still has exactly one.
+    pub(crate) fn imported(
+        options: RedisBloomOptions,
+        growth: Growth,
+        mut filters: Vec<SubFilter>,
+    ) -> Result<Chain, FilterError> {
+        filters.shrink_to_fit();
+        if filters.is_empty() {
+            return Err(FilterError::Corrupt("no sub-filters"));
+        }
+        if growth == Growth::Fixed && filters.len() > 1 {
+            return Err(FilterError::Corrupt(
+                "a non-scaling filter with several sub-filters",
+            ));
+        }
+        Ok(Chain {
+            format: Format::RedisBloom(options),
+            growth,
+            filters,
+        })
+    }
+
+    /// Where the chain's hashing and sizing come from.
+    pub fn format(&self) -> Format {
+        self.format
     }
 
     /// A copy (for COPY), or [`FilterError::OutOfMemory`] if the allocator cannot provide it.
@@ -101,6 +159,7 @@ impl Chain {
             filters.push(filter.try_clone()?);
         }
         Ok(Chain {
+            format: self.format,
             growth: self.growth,
             filters,
         })
@@ -135,7 +194,13 @@ impl Chain {
 
     /// True if the item may have been added; false if it certainly was not.
     pub fn contains(&self, item: &[u8]) -> bool {
-        self.contains_hash(&ItemHash::of(item))
+        self.contains_hash(&self.hash(item))
+    }
+
+    /// An item's hash, as this chain hashes items.
+    #[inline]
+    pub fn hash(&self, item: &[u8]) -> ItemHash {
+        self.format.hashing().hash(item)
     }
 
     /// [`Chain::contains`] for an item already hashed.
@@ -154,7 +219,7 @@ impl Chain {
     /// Growing the chain past `max_bytes` is refused with [`FilterError::TooLarge`], and a full
     /// fixed chain refuses new items with [`FilterError::Full`]; either way nothing changes.
     pub fn add(&mut self, item: &[u8], max_bytes: u64) -> Result<bool, FilterError> {
-        self.add_hash(&ItemHash::of(item), max_bytes)
+        self.add_hash(&self.hash(item), max_bytes)
     }
 
     /// [`Chain::add`] for an item already hashed.
@@ -184,7 +249,13 @@ impl Chain {
     }
 
     fn grow(&mut self, max_bytes: u64) -> Result<(), FilterError> {
-        let shape = next_shape(self.growth, self.newest().shape()).map_err(|err| match err {
+        let next = match self.format {
+            Format::Native => next_shape(self.growth, self.newest().shape()),
+            Format::RedisBloom(options) => {
+                crate::redisbloom::next_link(options, self.growth, self.newest().shape())
+            }
+        };
+        let shape = next.map_err(|err| match err {
             FilterError::TooLarge { bytes } => FilterError::TooLarge {
                 bytes: bytes.saturating_add(self.planned_size()),
             },
@@ -251,7 +322,7 @@ impl Chain {
         shapes.into_iter().fold(chain, |total, shape| {
             total
                 .saturating_add(per_filter)
-                .saturating_add(BitStore::planned_bytes(shape.bits))
+                .saturating_add(BitStore::planned_bytes(storage_bits(shape.bits)))
         })
     }
 
@@ -313,11 +384,12 @@ fn pipelined<'a, C: std::borrow::Borrow<Chain>>(
     mut visit: impl FnMut(&mut C, &ItemHash) -> bool,
 ) {
     let mut items = items.into_iter();
+    let hashing = chain.borrow().format.hashing();
     let mut hashes = [ItemHash::of(&[]); GROUP];
     loop {
         let mut count = 0;
         for (slot, item) in hashes.iter_mut().zip(&mut items) {
-            *slot = ItemHash::of(item);
+            *slot = hashing.hash(item);
             count += 1;
         }
         // A single item has nothing to overlap with.

@@ -6,9 +6,11 @@
 //! ```text
 //! 8 bytes  magic "redis-bf"
 //! u32      format version (1)
-//! u32      hash family (0: xxh3-128, the probe sequence of `hash`)
+//! u32      hash family: 0 this module's (xxh3-128, the probe sequence of `hash`),
+//!                       1 RedisBloom's, kept by a filter imported from it
 //! u32      expansion (0: NONSCALING)
 //! u32      number of sub-filters, n >= 1
+//! family 1 only: u32 RedisBloom's option flags
 //! n times  u64 capacity, f64 error rate, u32 hash count, u64 bits, u64 items  (36 bytes)
 //! ```
 //!
@@ -18,11 +20,15 @@
 //! header comes with iterator 1; a chunk at offset `o` of length `len` comes with `o + len + 1`,
 //! and `BF.LOADCHUNK` recovers the offset as `iterator - len - 1`.
 //!
+//! `BF.LOADCHUNK` also takes RedisBloom's own dumps (`crate::redisbloom`): its header, then data
+//! chunks of any length within one sub-filter (older releases cut at 10 MiB).
+//!
 //! Everything is checked before anything is allocated: a header must describe exactly what the
-//! sizing and the growth rule would have built, and a data chunk must fill exactly one chunk slot.
+//! sizing and the growth rule would have built, and a data chunk must fit its place.
 
 use crate::bits::MAX_PIECE_BYTES;
-use crate::chain::check_successor;
+use crate::chain::{check_successor, Format};
+use crate::redisbloom::{check_stored_link, DumpHeader, RedisBloomOptions};
 use crate::sub_filter::check_stored;
 use crate::{Chain, FilterError, Growth, Shape, SubFilter};
 use std::borrow::Cow;
@@ -33,6 +39,8 @@ pub const MAGIC: [u8; 8] = *b"redis-bf";
 pub const FORMAT_VERSION: u32 = 1;
 /// Hash family 0: xxh3-128 and the probe sequence of `crate::hash`.
 pub const HASH_FAMILY_XXH3: u32 = 0;
+/// Hash family 1: RedisBloom's, as an imported filter keeps it.
+pub const HASH_FAMILY_REDISBLOOM: u32 = 1;
 /// The largest data chunk.
 pub const CHUNK_BYTES: u64 = MAX_PIECE_BYTES as u64;
 
@@ -41,16 +49,23 @@ const ENTRY_LEN: usize = 8 + 8 + 4 + 8 + 8;
 
 /// The header chunk of a chain's dump.
 pub fn header(chain: &Chain) -> Vec<u8> {
-    let mut out = Vec::with_capacity(FIXED_LEN + ENTRY_LEN * chain.filters().len());
+    let mut out = Vec::with_capacity(FIXED_LEN + 4 + ENTRY_LEN * chain.filters().len());
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&HASH_FAMILY_XXH3.to_le_bytes());
+    let family = match chain.format() {
+        Format::Native => HASH_FAMILY_XXH3,
+        Format::RedisBloom(_) => HASH_FAMILY_REDISBLOOM,
+    };
+    out.extend_from_slice(&family.to_le_bytes());
     let expansion = match chain.growth() {
         Growth::Scaling { expansion } => expansion,
         Growth::Fixed => 0,
     };
-    out.extend_from_slice(&expansion.to_le_bytes());
+    out.extend_from_slice(&u32::from(expansion).to_le_bytes());
     out.extend_from_slice(&(chain.filters().len() as u32).to_le_bytes());
+    if let Format::RedisBloom(options) = chain.format() {
+        out.extend_from_slice(&options.flags().to_le_bytes());
+    }
     for filter in chain.filters() {
         let shape = filter.shape();
         out.extend_from_slice(&shape.capacity.to_le_bytes());
@@ -65,8 +80,20 @@ pub fn header(chain: &Chain) -> Vec<u8> {
 /// A header that passed every check: the chain it describes, not yet allocated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Header {
+    format: Format,
     growth: Growth,
+    /// Each sub-filter's shape and item count.
     filters: Vec<(Shape, u64)>,
+}
+
+impl From<DumpHeader> for Header {
+    fn from(header: DumpHeader) -> Header {
+        Header {
+            format: Format::RedisBloom(header.options),
+            growth: header.growth,
+            filters: header.links,
+        }
+    }
 }
 
 /// Reads little-endian numbers off the front of a byte slice.
@@ -92,20 +119,20 @@ impl Reader<'_> {
 }
 
 impl Header {
-    /// Parses and checks a header chunk. Allocates nothing beyond one entry per 36 bytes of
-    /// input.
+    /// Parses and checks a header chunk: this module's (by its magic) or RedisBloom's. Allocates
+    /// nothing beyond one entry per 36 bytes of input.
     pub fn parse(bytes: &[u8]) -> Result<Header, FilterError> {
-        let mut reader = Reader(bytes);
-        if reader.take::<8>()? != MAGIC {
-            return Err(FilterError::Corrupt("not a redis-bf dump header"));
+        if !bytes.starts_with(&MAGIC) {
+            return DumpHeader::parse(bytes).map(Header::from);
         }
+        let mut reader = Reader(bytes);
+        reader.take::<8>()?;
         if reader.u32()? != FORMAT_VERSION {
             return Err(FilterError::Corrupt("unknown dump format version"));
         }
-        if reader.u32()? != HASH_FAMILY_XXH3 {
-            return Err(FilterError::Corrupt("unknown hash family"));
-        }
-        let growth = match reader.u32()? {
+        let family = reader.u32()?;
+        let expansion = reader.u32()?;
+        let growth = match expansion {
             0 => Growth::Fixed,
             expansion => Growth::scaling(u64::from(expansion))
                 .map_err(|_| FilterError::Corrupt("expansion out of range"))?,
@@ -114,6 +141,19 @@ impl Header {
         if count == 0 {
             return Err(FilterError::Corrupt("no sub-filters"));
         }
+        let options = match family {
+            HASH_FAMILY_XXH3 => None,
+            HASH_FAMILY_REDISBLOOM => {
+                let options = RedisBloomOptions::new(u64::from(reader.u32()?))?;
+                if options.fixed() != (growth == Growth::Fixed) {
+                    return Err(FilterError::Corrupt(
+                        "expansion does not match RedisBloom's options",
+                    ));
+                }
+                Some(options)
+            }
+            _ => return Err(FilterError::Corrupt("unknown hash family")),
+        };
         if reader.0.len() != count.saturating_mul(ENTRY_LEN) {
             return Err(FilterError::Corrupt(
                 "header length does not match its sub-filter count",
@@ -121,20 +161,42 @@ impl Header {
         }
         let mut filters: Vec<(Shape, u64)> = Vec::with_capacity(count);
         for _ in 0..count {
-            let shape = Shape {
-                capacity: reader.u64()?,
-                error: f64::from_bits(reader.u64()?),
-                hash_count: reader.u32()?,
-                bits: reader.u64()?,
-            };
+            let capacity = reader.u64()?;
+            let error = f64::from_bits(reader.u64()?);
+            let hash_count = reader.u32()?;
+            let bits = reader.u64()?;
             let items = reader.u64()?;
-            check_stored(&shape, items)?;
-            if let Some((older, older_items)) = filters.last() {
-                check_successor(growth, older, *older_items, &shape)?;
-            }
+            let shape = match options {
+                None => {
+                    let shape = Shape {
+                        capacity,
+                        error,
+                        hash_count,
+                        bits,
+                    };
+                    check_stored(&shape, items)?;
+                    if let Some((older, older_items)) = filters.last() {
+                        check_successor(growth, older, *older_items, &shape)?;
+                    }
+                    shape
+                }
+                Some(options) => {
+                    check_stored_link(options, capacity, error, u64::from(hash_count), bits, items)?
+                }
+            };
             filters.push((shape, items));
         }
-        Ok(Header { growth, filters })
+        let format = options.map_or(Format::Native, Format::RedisBloom);
+        if format != Format::Native && growth == Growth::Fixed && count > 1 {
+            return Err(FilterError::Corrupt(
+                "a non-scaling filter with several sub-filters",
+            ));
+        }
+        Ok(Header {
+            format,
+            growth,
+            filters,
+        })
     }
 
     /// Bytes the described chain will take (what `bf.max-filter-bytes` bounds).
@@ -144,12 +206,14 @@ impl Header {
 
     /// The described chain, with its item counts and every bit zero, ready for its chunks.
     pub fn into_chain(self) -> Result<Chain, FilterError> {
-        let filters = self
-            .filters
-            .into_iter()
-            .map(|(shape, items)| SubFilter::new(shape).map(|filter| filter.with_items(items)))
-            .collect::<Result<Vec<_>, _>>()?;
-        Chain::from_parts(self.growth, filters)
+        let mut filters = Vec::with_capacity(self.filters.len());
+        for (shape, items) in self.filters {
+            filters.push(SubFilter::new(shape)?.with_items(items));
+        }
+        match self.format {
+            Format::Native => Chain::from_parts(self.growth, filters),
+            Format::RedisBloom(options) => Chain::imported(options, self.growth, filters),
+        }
     }
 }
 
@@ -185,9 +249,28 @@ impl Chain {
         self.filters()[index].bits().read_bytes(within, len)
     }
 
-    /// Writes a data chunk at dump offset `offset`. The chunk must fill exactly one chunk slot;
-    /// otherwise nothing is written.
+    /// Writes a data chunk at dump offset `offset`. The chunk must fill exactly one chunk slot
+    /// (for a filter imported from RedisBloom: lie within one sub-filter, as RedisBloom's own
+    /// chunks do); otherwise nothing is written.
     pub fn load_chunk(&mut self, offset: u64, bytes: &[u8]) -> Result<(), FilterError> {
+        if let Format::RedisBloom(_) = self.format() {
+            let mut start = 0u64;
+            for index in 0..self.filters().len() {
+                let len = self.filters()[index].shape().bit_bytes();
+                if offset < start + len {
+                    let within = offset - start;
+                    if bytes.len() as u64 > len - within {
+                        return Err(FilterError::Corrupt(
+                            "chunk passes the end of its sub-filter",
+                        ));
+                    }
+                    self.filter_mut(index).bits_mut().write_bytes(within, bytes);
+                    return Ok(());
+                }
+                start += len;
+            }
+            return Err(FilterError::Corrupt("no sub-filter at this offset"));
+        }
         match self.chunk_slot(offset) {
             Some((index, within, len)) if len == bytes.len() => {
                 if self.filter_mut(index).bits_mut().write_bytes(within, bytes) {
@@ -305,7 +388,11 @@ mod tests {
         let cases: Vec<(&str, Result<Header, FilterError>)> = vec![
             ("magic", patched(0, b"RedisBF!")),
             ("version", patched(8, &2u32.to_le_bytes())),
-            ("family", patched(12, &1u32.to_le_bytes())),
+            ("family", patched(12, &2u32.to_le_bytes())),
+            (
+                "family without its options",
+                patched(12, &1u32.to_le_bytes()),
+            ),
             (
                 "expansion over the bound",
                 patched(16, &40000u32.to_le_bytes()),

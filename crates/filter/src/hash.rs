@@ -15,26 +15,98 @@
 //! enhanced double hashing with multiply-shift but no mixing 0.47%; this sequence 0.24%, the same
 //! as independent hashes (and at 256 bits, 20 hashes: 0.0007% against 0.016% unmixed).
 
+//!
+//! Filters imported from RedisBloom keep RedisBloom's hashing ([`Hashing::Murmur64`],
+//! [`Hashing::Murmur32`]): the same two numbers for every sub-filter, and the plain sequence
+//! `a + i*b` modulo the bit count, so that every answer is the one RedisBloom would give.
+
 use xxhash_rust::xxh3::xxh3_128_with_seed;
 
 /// The fixed xxh3 seed. Changing it changes every filter's bits: it is part of the on-disk format.
 pub const ITEM_HASH_SEED: u64 = 0;
 
-/// The hash of one item: the two 64-bit halves of its xxh3-128.
+/// RedisBloom's seed for the first of its two 64-bit hashes (MurmurHash64A's own constant).
+const MURMUR64_SEED: u64 = 0xc6a4_a793_5bd1_e995;
+/// RedisBloom's seed for the first of its two 32-bit hashes (before release 1.1).
+const MURMUR32_SEED: u32 = 0x9747_b28c;
+
+/// How a chain turns an item into the two numbers its probes come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hashing {
+    /// Every filter this module creates: xxh3-128 and the probe sequence described above.
+    Xxh3,
+    /// RedisBloom's 64-bit hashing (chains with its option 4, every filter it made since 1.1):
+    /// `a = MurmurHash64A(item, 0xc6a4a7935bd1e995)`, `b = MurmurHash64A(item, a)`.
+    Murmur64,
+    /// RedisBloom's 32-bit hashing (chains without option 4, from its first releases):
+    /// `a = MurmurHash2(item, 0x9747b28c)`, `b = MurmurHash2(item, a)`.
+    Murmur32,
+}
+
+impl Hashing {
+    /// Hashes an item's bytes (any bytes: items are binary-safe).
+    #[inline]
+    pub fn hash(self, item: &[u8]) -> ItemHash {
+        match self {
+            Hashing::Xxh3 => ItemHash::of(item),
+            Hashing::Murmur64 => {
+                let a = murmur64a(item, MURMUR64_SEED);
+                ItemHash {
+                    h1: a,
+                    h2: murmur64a(item, a),
+                    hashing: self,
+                }
+            }
+            Hashing::Murmur32 => {
+                let a = murmur2(item, MURMUR32_SEED);
+                ItemHash {
+                    h1: u64::from(a),
+                    h2: u64::from(murmur2(item, a)),
+                    hashing: self,
+                }
+            }
+        }
+    }
+}
+
+/// The hash of one item: two 64-bit numbers (the halves of its xxh3-128, or RedisBloom's pair).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ItemHash {
     h1: u64,
     h2: u64,
+    hashing: Hashing,
 }
 
 impl ItemHash {
-    /// Hashes an item's bytes (any bytes: items are binary-safe).
+    /// Hashes an item's bytes with xxh3-128 ([`Hashing::Xxh3`]).
     pub fn of(item: &[u8]) -> ItemHash {
         let wide = xxh3_128_with_seed(item, ITEM_HASH_SEED);
         ItemHash {
             h1: wide as u64,
             h2: (wide >> 64) as u64,
+            hashing: Hashing::Xxh3,
         }
+    }
+
+    /// How the item was hashed.
+    #[inline]
+    pub fn hashing(&self) -> Hashing {
+        self.hashing
+    }
+
+    /// RedisBloom's plain probe values `a + i*b` for i in `0..hash_count`, in wrapping 64-bit
+    /// arithmetic (every release since 1.1), before the sub-filter reduces them.
+    #[inline]
+    pub fn plain(&self, hash_count: u32) -> impl Iterator<Item = u64> {
+        let (a, b) = (self.h1, self.h2);
+        (0..u64::from(hash_count)).map(move |i| a.wrapping_add(i.wrapping_mul(b)))
+    }
+
+    /// The same values in the wrapping 32-bit arithmetic of RedisBloom's first releases.
+    #[inline]
+    pub fn plain32(&self, hash_count: u32) -> impl Iterator<Item = u64> {
+        let (a, b) = (self.h1 as u32, self.h2 as u32);
+        (0..hash_count).map(move |i| u64::from(a.wrapping_add(i.wrapping_mul(b))))
     }
 
     /// The hash as sub-filter number `index` of a chain uses it: both halves passed through a
@@ -48,11 +120,17 @@ impl ItemHash {
     /// towards their sum. Measured on chains of 1,000-item sub-filters grown to 100,000 items at
     /// p = 10% (EXPANSION 1 / 2 / 4): one shared pair 10.04% / 10.01% / 9.60%; independent
     /// hashes 9.88% / 9.71% / 9.41%; this derivation 9.92% / 9.74% / 9.37%.
+    ///
+    /// RedisBloom's hashings use one pair for every sub-filter, as RedisBloom does.
     #[inline]
     pub fn for_sub_filter(&self, index: usize) -> ItemHash {
-        ItemHash {
-            h1: finalize(self.h1 ^ index as u64),
-            h2: finalize(self.h2 ^ index as u64),
+        match self.hashing {
+            Hashing::Xxh3 => ItemHash {
+                h1: finalize(self.h1 ^ index as u64),
+                h2: finalize(self.h2 ^ index as u64),
+                hashing: Hashing::Xxh3,
+            },
+            Hashing::Murmur64 | Hashing::Murmur32 => *self,
         }
     }
 
@@ -101,6 +179,61 @@ impl Iterator for Probes {
 
 impl ExactSizeIterator for Probes {}
 
+/// MurmurHash64A (Austin Appleby's MurmurHash2 for 64-bit machines): the input is read as
+/// little-endian 64-bit words, the last 1 to 7 bytes as a little-endian tail.
+pub fn murmur64a(data: &[u8], seed: u64) -> u64 {
+    const M: u64 = 0xc6a4_a793_5bd1_e995;
+    const R: u32 = 47;
+    // RedisBloom passes the length as a C int; items are at most 512 MB, so it fits.
+    let mut h = seed ^ (data.len() as u64).wrapping_mul(M);
+    let mut words = data.chunks_exact(8);
+    for word in &mut words {
+        let mut k = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h ^= k;
+        h = h.wrapping_mul(M);
+    }
+    let tail = words.remainder();
+    if !tail.is_empty() {
+        for (index, byte) in tail.iter().enumerate() {
+            h ^= u64::from(*byte) << (8 * index);
+        }
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> R;
+    h = h.wrapping_mul(M);
+    h ^ (h >> R)
+}
+
+/// MurmurHash2 (Austin Appleby's 32-bit original): little-endian 32-bit words, then a tail of 1 to
+/// 3 bytes.
+pub fn murmur2(data: &[u8], seed: u32) -> u32 {
+    const M: u32 = 0x5bd1_e995;
+    const R: u32 = 24;
+    let mut h = seed ^ data.len() as u32;
+    let mut words = data.chunks_exact(4);
+    for word in &mut words {
+        let mut k = u32::from_le_bytes(word.try_into().unwrap_or([0; 4]));
+        k = k.wrapping_mul(M);
+        k ^= k >> R;
+        k = k.wrapping_mul(M);
+        h = h.wrapping_mul(M);
+        h ^= k;
+    }
+    let tail = words.remainder();
+    if !tail.is_empty() {
+        for (index, byte) in tail.iter().enumerate() {
+            h ^= u32::from(*byte) << (8 * index);
+        }
+        h = h.wrapping_mul(M);
+    }
+    h ^= h >> 13;
+    h = h.wrapping_mul(M);
+    h ^ (h >> 15)
+}
+
 /// MurmurHash3's 64-bit finalizer: a bijection whose every output bit depends on every input bit.
 #[inline]
 fn finalize(mut value: u64) -> u64 {
@@ -141,7 +274,11 @@ mod tests {
 
     #[test]
     fn probes_follow_enhanced_double_hashing() {
-        let hash = ItemHash { h1: 5, h2: 3 };
+        let hash = ItemHash {
+            h1: 5,
+            h2: 3,
+            hashing: Hashing::Xxh3,
+        };
         // The raw sequence: x0 = 5, x1 = 5+3, x2 = 8+3, x3 = 11+4, x4 = 15+6 (y grows by 0, 1, 2...).
         let mut raw = Vec::new();
         let (mut x, mut y) = (5u64, 3u64);
@@ -185,6 +322,64 @@ mod tests {
         let mean = distinct_total as f64 / f64::from(items);
         let ideal = m as f64 * (1.0 - (1.0 - 1.0 / m as f64).powi(k as i32));
         assert!((mean - ideal).abs() < 0.02, "mean {mean}, ideal {ideal}");
+    }
+
+    /// SMHasher's verification value: hash the keys `[]`, `[0]`, `[0, 1]`, ... `[0..255]` with seeds
+    /// 256, 255, ... 1, concatenate the hashes (little-endian), hash that with seed 0, and read the
+    /// first four bytes of the result as a little-endian number.
+    fn verification<const N: usize>(hash: impl Fn(&[u8], u32) -> [u8; N]) -> u32 {
+        let key: Vec<u8> = (0..=255u8).collect();
+        let mut all = Vec::new();
+        for length in 0..256usize {
+            all.extend(hash(&key[..length], 256 - length as u32));
+        }
+        let last = hash(&all, 0);
+        u32::from_le_bytes([last[0], last[1], last[2], last[3]])
+    }
+
+    #[test]
+    fn murmur_hashes_match_the_published_verification_values() {
+        // The values SMHasher publishes for MurmurHash2 and MurmurHash64A.
+        assert_eq!(
+            verification(|data, seed| murmur2(data, seed).to_le_bytes()),
+            0x2786_4c1e
+        );
+        assert_eq!(
+            verification(|data, seed| murmur64a(data, u64::from(seed)).to_le_bytes()),
+            0x1f0d_3804
+        );
+    }
+
+    #[test]
+    fn redisbloom_hashings_give_one_pair_for_every_sub_filter() {
+        for hashing in [Hashing::Murmur64, Hashing::Murmur32] {
+            let hash = hashing.hash(b"item");
+            assert_eq!(hash.for_sub_filter(3), hash);
+            let plain: Vec<u64> = hash.plain(4).collect();
+            assert_eq!(plain[0], hash.h1);
+            assert_eq!(plain[3], hash.h1.wrapping_add(3u64.wrapping_mul(hash.h2)));
+        }
+        let hash = Hashing::Murmur64.hash(b"item");
+        assert_eq!(hash.h1, murmur64a(b"item", MURMUR64_SEED));
+        assert_eq!(hash.h2, murmur64a(b"item", hash.h1));
+        let hash = Hashing::Murmur32.hash(b"item");
+        let a = murmur2(b"item", MURMUR32_SEED);
+        assert_eq!(hash.h1, u64::from(a));
+        assert_eq!(hash.h2, u64::from(murmur2(b"item", a)));
+        // 32-bit arithmetic wraps at 2^32.
+        let wide = ItemHash {
+            h1: u64::from(u32::MAX),
+            h2: 2,
+            hashing: Hashing::Murmur32,
+        };
+        assert_eq!(
+            wide.plain32(2).collect::<Vec<_>>(),
+            [u64::from(u32::MAX), 1]
+        );
+        assert_eq!(
+            wide.plain(2).collect::<Vec<_>>(),
+            [u64::from(u32::MAX), u64::from(u32::MAX) + 2]
+        );
     }
 
     #[test]

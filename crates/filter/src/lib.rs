@@ -1,6 +1,7 @@
 //! The Bloom filter behind redis-bf, with no Redis types in it: sizing ([`sizing`]), hashing and
 //! probe sequences ([`hash`]), the bit array ([`bits`]), one fixed-size filter ([`SubFilter`]) and
-//! the scaling chain a key holds ([`Chain`]).
+//! the scaling chain a key holds ([`Chain`]), and reading RedisBloom's own formats
+//! ([`redisbloom`]).
 //!
 //! Everything here is plain Rust, tested and benchmarked like any library; the module crate wraps
 //! it in commands, persistence and configuration.
@@ -10,12 +11,13 @@ pub mod chain;
 pub mod dump;
 pub mod fuzzing;
 pub mod hash;
+pub mod redisbloom;
 pub mod sizing;
 pub mod stored;
 pub mod sub_filter;
 
-pub use chain::{check_successor, Chain, Growth, MAX_EXPANSION};
-pub use hash::ItemHash;
+pub use chain::{check_successor, Chain, Format, Growth, MAX_EXPANSION};
+pub use hash::{Hashing, ItemHash};
 pub use sizing::Shape;
 pub use sub_filter::{check_stored, SubFilter};
 

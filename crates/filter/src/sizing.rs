@@ -75,9 +75,10 @@ impl Shape {
         })
     }
 
-    /// Bytes of the bit array.
+    /// Bytes of the bit array as formats count them: `bits / 8`, rounded up (only filters from
+    /// RedisBloom's first releases have a bit count that is not a multiple of 64).
     pub fn bit_bytes(&self) -> u64 {
-        self.bits / 8
+        self.bits.div_ceil(8)
     }
 }
 

@@ -4,11 +4,14 @@
 //!
 //! ```text
 //! unsigned  hash family            0 = xxh3-128 with the probe sequence of `hash`
+//!                                  1 = RedisBloom's, kept by a filter imported from it
+//! unsigned  RedisBloom's option flags        (family 1 only)
 //! unsigned  expansion              0 = NONSCALING
 //! unsigned  number of sub-filters  at least 1
 //! per sub-filter, oldest first:
 //!   unsigned capacity, double error, unsigned hash count, unsigned bits, unsigned items
-//!   the bit array as string fields, one per piece (`bits::piece_lengths`)
+//!   the bit array as string fields, one per piece (`bits::piece_lengths` of the bits rounded
+//!   up to whole 64-bit words)
 //! ```
 //!
 //! Reading checks every field against what was actually read, before anything is allocated for
@@ -18,12 +21,15 @@
 //! header cannot make a reader allocate more than its input holds.
 
 use crate::bits::{piece_lengths, BitStore};
-use crate::chain::check_successor;
-use crate::sub_filter::check_stored;
+use crate::chain::{check_successor, Format};
+use crate::redisbloom::{check_stored_link, RedisBloomOptions};
+use crate::sub_filter::{check_stored, storage_bits};
 use crate::{Chain, FilterError, Growth, Shape, SubFilter};
 
 /// Hash family 0: xxh3-128 and the probe sequence of `crate::hash`.
 pub const HASH_FAMILY_XXH3: u64 = 0;
+/// Hash family 1: RedisBloom's, as an imported filter keeps it.
+pub const HASH_FAMILY_REDISBLOOM: u64 = 1;
 
 /// Where stored fields come from. `None` means the input ended (or failed) before the field.
 pub trait FieldSource {
@@ -34,6 +40,10 @@ pub trait FieldSource {
     /// The next field, a byte string, if it has exactly `expected` bytes; the source must not
     /// allocate for a string longer than what it actually holds.
     fn buffer(&mut self, expected: usize) -> Result<Box<[u8]>, LoadError>;
+    /// The next field, a byte string of whatever length it has (RedisBloom's bit arrays, whose
+    /// length the fields before it do not always give); the source must not allocate more than
+    /// it actually holds.
+    fn any_buffer(&mut self) -> Result<Box<[u8]>, LoadError>;
 }
 
 /// Where stored fields go.
@@ -72,7 +82,13 @@ impl From<FilterError> for LoadError {
 
 /// Writes a chain's fields.
 pub fn save(chain: &Chain, sink: &mut impl FieldSink) {
-    sink.unsigned(HASH_FAMILY_XXH3);
+    match chain.format() {
+        Format::Native => sink.unsigned(HASH_FAMILY_XXH3),
+        Format::RedisBloom(options) => {
+            sink.unsigned(HASH_FAMILY_REDISBLOOM);
+            sink.unsigned(u64::from(options.flags()));
+        }
+    }
     sink.unsigned(match chain.growth() {
         Growth::Scaling { expansion } => u64::from(expansion),
         Growth::Fixed => 0,
@@ -93,11 +109,55 @@ pub fn save(chain: &Chain, sink: &mut impl FieldSink) {
 
 /// Reads a chain's fields, checking every one (see the module documentation).
 pub fn load(source: &mut impl FieldSource) -> Result<Chain, LoadError> {
-    let mut unsigned = || source.unsigned().ok_or(LoadError::Truncated);
-    let family = unsigned()?;
-    if family != HASH_FAMILY_XXH3 {
-        return Err(LoadError::Corrupt(format!("unknown hash family {family}")));
+    let family = source.unsigned().ok_or(LoadError::Truncated)?;
+    match family {
+        HASH_FAMILY_XXH3 => load_native(source),
+        HASH_FAMILY_REDISBLOOM => load_imported(source),
+        _ => Err(LoadError::Corrupt(format!("unknown hash family {family}"))),
     }
+}
+
+/// Reads an imported chain (family 1): RedisBloom's hashing and sizing, in this module's layout.
+fn load_imported(source: &mut impl FieldSource) -> Result<Chain, LoadError> {
+    let mut unsigned = || source.unsigned().ok_or(LoadError::Truncated);
+    let options = RedisBloomOptions::new(unsigned()?)?;
+    let growth = match unsigned()? {
+        0 => Growth::Fixed,
+        expansion => Growth::scaling(expansion)
+            .map_err(|_| LoadError::Corrupt(format!("bad expansion {expansion}")))?,
+    };
+    if options.fixed() != (growth == Growth::Fixed) {
+        return Err(LoadError::Corrupt(
+            "expansion does not match RedisBloom's options".into(),
+        ));
+    }
+    let count = unsigned()?;
+    if count == 0 {
+        return Err(LoadError::Corrupt("no sub-filters".into()));
+    }
+    let mut filters: Vec<SubFilter> = Vec::new();
+    for _ in 0..count {
+        let capacity = source.unsigned().ok_or(LoadError::Truncated)?;
+        let error = source.double().ok_or(LoadError::Truncated)?;
+        let hash_count = source.unsigned().ok_or(LoadError::Truncated)?;
+        let bits = source.unsigned().ok_or(LoadError::Truncated)?;
+        let items = source.unsigned().ok_or(LoadError::Truncated)?;
+        let shape = check_stored_link(options, capacity, error, hash_count, bits, items)?;
+        let storage = storage_bits(shape.bits);
+        let mut pieces = Vec::new();
+        for len in piece_lengths(storage) {
+            pieces.push(source.buffer(len)?);
+        }
+        let store = BitStore::from_pieces(storage, pieces)
+            .ok_or_else(|| LoadError::Corrupt("bad bit-array pieces".into()))?;
+        filters.push(SubFilter::imported(shape, items, store)?);
+    }
+    Ok(Chain::imported(options, growth, filters)?)
+}
+
+/// Reads a chain of this module's own (family 0).
+fn load_native(source: &mut impl FieldSource) -> Result<Chain, LoadError> {
+    let mut unsigned = || source.unsigned().ok_or(LoadError::Truncated);
     let growth = match unsigned()? {
         0 => Growth::Fixed,
         expansion => Growth::scaling(expansion)
@@ -187,6 +247,18 @@ impl FieldSource for ByteFields<'_> {
             return Err(LoadError::Truncated);
         }
         let (bytes, rest) = self.input.split_at(expected);
+        self.input = rest;
+        Ok(bytes.into())
+    }
+
+    fn any_buffer(&mut self) -> Result<Box<[u8]>, LoadError> {
+        let len = self.tagged(3).ok_or(LoadError::Truncated)?;
+        // Checked against what is there before a byte is allocated.
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|len| *len <= self.input.len())
+            .ok_or(LoadError::Truncated)?;
+        let (bytes, rest) = self.input.split_at(len);
         self.input = rest;
         Ok(bytes.into())
     }

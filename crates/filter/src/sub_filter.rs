@@ -1,11 +1,18 @@
 //! One fixed-size Bloom filter: a shape, a bit array, and the number of items it took.
 
 use crate::bits::BitStore;
-use crate::hash::ItemHash;
+use crate::hash::{Hashing, ItemHash};
 use crate::sizing::Shape;
 use crate::FilterError;
 
 /// A Bloom filter of fixed size; a [`crate::Chain`] is a list of them.
+///
+/// How it finds an item's bits depends on how the item was hashed (`ItemHash::hashing`): this
+/// module's probe sequence for xxh3-128, RedisBloom's `(a + i*b) mod bits` for its hashings (a
+/// power-of-two `bits` makes that RedisBloom's masking of its older releases). For RedisBloom's
+/// 32-bit hashing, whose first releases computed `a + i*b` in 32 bits where every later one uses
+/// 64, an item is present if its bits are set under either (new items use 64 bits, as RedisBloom
+/// does today): no false negatives, whichever release set the bits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubFilter {
     shape: Shape,
@@ -14,9 +21,10 @@ pub struct SubFilter {
 }
 
 impl SubFilter {
-    /// An empty sub-filter of the given shape.
+    /// An empty sub-filter of the given shape. The bit array holds `shape.bits` bits, rounded up
+    /// to whole 64-bit words ([`storage_bits`]).
     pub fn new(shape: Shape) -> Result<SubFilter, FilterError> {
-        let bits = BitStore::zeroed(shape.bits)?;
+        let bits = BitStore::zeroed(storage_bits(shape.bits))?;
         Ok(SubFilter {
             shape,
             items: 0,
@@ -29,6 +37,19 @@ impl SubFilter {
     pub fn from_parts(shape: Shape, items: u64, bits: BitStore) -> Result<SubFilter, FilterError> {
         check_stored(&shape, items)?;
         if bits.bits() != shape.bits {
+            return Err(FilterError::Corrupt("bit array of the wrong size"));
+        }
+        Ok(SubFilter { shape, items, bits })
+    }
+
+    /// A sub-filter of an imported chain rebuilt from parts its caller has checked
+    /// (`redisbloom::check_link`); the bit array must be [`storage_bits`] long.
+    pub(crate) fn imported(
+        shape: Shape,
+        items: u64,
+        bits: BitStore,
+    ) -> Result<SubFilter, FilterError> {
+        if bits.bits() != storage_bits(shape.bits) {
             return Err(FilterError::Corrupt("bit array of the wrong size"));
         }
         Ok(SubFilter { shape, items, bits })
@@ -74,28 +95,60 @@ impl SubFilter {
         &self.bits
     }
 
+    /// Calls `visit` with the item's probe positions until it returns false; false if it did.
+    /// One match per call, not per probe: each arm is a loop of its own.
+    #[inline]
+    fn each_position(&self, hash: &ItemHash, mut visit: impl FnMut(u64) -> bool) -> bool {
+        let (count, bits) = (self.shape.hash_count, self.shape.bits);
+        match hash.hashing() {
+            Hashing::Xxh3 => hash.probes(count, bits).all(visit),
+            Hashing::Murmur64 | Hashing::Murmur32 => {
+                hash.plain(count).all(|value| visit(value % bits))
+            }
+        }
+    }
+
     /// True if every probe bit of the item is set.
     #[inline]
     pub fn contains(&self, hash: &ItemHash) -> bool {
-        hash.probes(self.shape.hash_count, self.shape.bits)
-            .all(|position| self.bits.get(position))
+        self.each_position(hash, |position| self.bits.get(position))
+            || (hash.hashing() == Hashing::Murmur32
+                && hash
+                    .plain32(self.shape.hash_count)
+                    .all(|value| self.bits.get(value % self.shape.bits)))
     }
 
     /// Starts loading the cache lines the item's probes will touch.
     #[inline]
     pub fn prefetch(&self, hash: &ItemHash) {
-        for position in hash.probes(self.shape.hash_count, self.shape.bits) {
+        self.each_position(hash, |position| {
             self.bits.prefetch(position);
-        }
+            true
+        });
     }
 
     /// Sets the item's probe bits and counts it if one of them was unset (it was new); true if
     /// it was. The caller has checked that there is room.
     #[inline]
     pub fn insert_if_new(&mut self, hash: &ItemHash) -> bool {
+        if hash.hashing() == Hashing::Murmur32 && self.contains(hash) {
+            // Present, maybe under the 32-bit arithmetic only: not new, as for RedisBloom.
+            return false;
+        }
+        let (count, bits) = (self.shape.hash_count, self.shape.bits);
+        let store = &mut self.bits;
         let mut new = false;
-        for position in hash.probes(self.shape.hash_count, self.shape.bits) {
-            new |= self.bits.set_if_unset(position);
+        match hash.hashing() {
+            Hashing::Xxh3 => {
+                for position in hash.probes(count, bits) {
+                    new |= store.set_if_unset(position);
+                }
+            }
+            Hashing::Murmur64 | Hashing::Murmur32 => {
+                for value in hash.plain(count) {
+                    new |= store.set_if_unset(value % bits);
+                }
+            }
         }
         self.items += u64::from(new);
         new
@@ -104,11 +157,28 @@ impl SubFilter {
     /// Sets the item's probe bits and counts it; the caller has checked that it is new.
     #[inline]
     pub fn insert(&mut self, hash: &ItemHash) {
-        for position in hash.probes(self.shape.hash_count, self.shape.bits) {
-            self.bits.set(position);
+        let (count, bits) = (self.shape.hash_count, self.shape.bits);
+        let store = &mut self.bits;
+        match hash.hashing() {
+            Hashing::Xxh3 => {
+                for position in hash.probes(count, bits) {
+                    store.set(position);
+                }
+            }
+            Hashing::Murmur64 | Hashing::Murmur32 => {
+                for value in hash.plain(count) {
+                    store.set(value % bits);
+                }
+            }
         }
         self.items += 1;
     }
+}
+
+/// Bits of the array that holds a sub-filter of `bits` bits: whole 64-bit words. (Equal for
+/// this module's own filters; RedisBloom's first releases did not round.)
+pub fn storage_bits(bits: u64) -> u64 {
+    bits.max(1).next_multiple_of(64)
 }
 
 /// Checks a stored sub-filter before anything is allocated for it: its hash count and bit count

@@ -45,7 +45,7 @@ fn at_most(p: f64, positives: u64, probes: u64) -> bool {
     rate <= p + 4.0 * sigma
 }
 
-fn scaling(expansion: u32) -> Growth {
+fn scaling(expansion: u16) -> Growth {
     Growth::Scaling { expansion }
 }
 

@@ -7,30 +7,43 @@ use bf_filter::stored::{from_bytes, to_bytes};
 use bf_filter::{Chain, Growth};
 use proptest::prelude::*;
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
-/// Counts the bytes allocated, to measure the peak of one decode.
+/// Counts the bytes each thread allocates, to measure the peak of one decode. Per thread: proptest
+/// generates the next inputs of other tests on other threads meanwhile.
 struct Counting;
 
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    /// Bytes this thread holds (allocated minus freed; negative once it frees what it had
+    /// before), and the most it held since the last `peak_of` began.
+    static CURRENT: Cell<isize> = const { Cell::new(0) };
+    static PEAK: Cell<isize> = const { Cell::new(0) };
+}
 
-// SAFETY: forwards to the system allocator unchanged; the counters are plain atomics.
+fn count(bytes: isize) {
+    // try_with: the thread's counters may already be gone while it exits.
+    let _ = CURRENT.try_with(|current| {
+        let now = current.get() + bytes;
+        current.set(now);
+        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
+    });
+}
+
+// SAFETY: forwards to the system allocator unchanged; the counters are plain thread-locals that
+// never allocate.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let now = CURRENT.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
-        PEAK.fetch_max(now, Ordering::SeqCst);
+        count(layout.size() as isize);
         System.alloc(layout)
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let now = CURRENT.fetch_add(layout.size(), Ordering::SeqCst) + layout.size();
-        PEAK.fetch_max(now, Ordering::SeqCst);
+        count(layout.size() as isize);
         System.alloc_zeroed(layout)
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        CURRENT.fetch_sub(layout.size(), Ordering::SeqCst);
+        count(-(layout.size() as isize));
         System.dealloc(ptr, layout)
     }
 }
@@ -38,19 +51,12 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-/// The most bytes `run` had allocated at once, beyond what was allocated before it. Tests in this
-/// file run one at a time (see `lock`), so no other thread moves the counters.
+/// The most bytes `run` had allocated at once, beyond what its thread held before it.
 fn peak_of<T>(run: impl FnOnce() -> T) -> (T, usize) {
-    let before = CURRENT.load(Ordering::SeqCst);
-    PEAK.store(before, Ordering::SeqCst);
+    let before = CURRENT.with(Cell::get);
+    PEAK.with(|peak| peak.set(before));
     let result = run();
-    (result, PEAK.load(Ordering::SeqCst) - before)
-}
-
-/// Serializes the tests of this file, for the allocation counters.
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    (result, (PEAK.with(Cell::get) - before).max(0) as usize)
 }
 
 /// A filter of any shape, with some items in it.
@@ -60,7 +66,7 @@ fn any_chain() -> impl Strategy<Value = Chain> {
         prop_oneof![Just(0.5), Just(0.1), Just(0.01), 1e-6f64..0.9],
         prop_oneof![
             Just(Growth::Fixed),
-            (1u32..6).prop_map(|e| Growth::Scaling { expansion: e })
+            (1u16..6).prop_map(|e| Growth::Scaling { expansion: e })
         ],
         0u32..4000,
     )
@@ -116,7 +122,6 @@ proptest! {
 
     #[test]
     fn any_filter_round_trips_through_rdb_and_dump_bit_identically(chain in any_chain()) {
-        let _guard = lock();
         let stored = from_bytes(&to_bytes(&chain));
         prop_assert_eq!(stored.as_ref(), Ok(&chain));
         prop_assert_eq!(&through_dump(&chain), &chain);
@@ -124,7 +129,6 @@ proptest! {
 
     #[test]
     fn garbage_is_refused_within_its_size(bytes in proptest::collection::vec(any::<u8>(), 0..4096)) {
-        let _guard = lock();
         let (stored, peak) = peak_of(|| from_bytes(&bytes).is_ok());
         prop_assert!(peak <= 8 * bytes.len() + 4096, "stored: {} bytes for {}", peak, bytes.len());
         let (parsed, peak) = peak_of(|| Header::parse(&bytes).is_ok());
@@ -140,7 +144,6 @@ proptest! {
         at in any::<usize>(),
         value in any::<u8>(),
     ) {
-        let _guard = lock();
         let bytes = damaged(to_bytes(&chain), kind, at, value);
         let (loaded, peak) = peak_of(|| from_bytes(&bytes));
         // What a load allocates is the filter its input carries: at most a few times its size.

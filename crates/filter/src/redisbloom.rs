@@ -1,0 +1,617 @@
+//! RedisBloom's own formats, read so that its filters move here whole: the RDB layouts of its data
+//! type (`MBbloom--`, encoding versions 0 to 4) and the header of its `BF.SCANDUMP` chunks.
+//!
+//! An imported chain keeps RedisBloom's hashing and sizing ([`crate::Format::RedisBloom`]), as its
+//! option flags say, so that every answer is the one RedisBloom gave, false positives included,
+//! and sub-filters added here are the ones RedisBloom would have added. Nothing is re-hashed.
+//!
+//! The layouts, as RedisBloom writes them:
+//!
+//! ```text
+//! RDB, per chain: unsigned size (items), unsigned nfilters,
+//!                 unsigned options   (encoding version >= 2; before: 0)
+//!                 unsigned growth    (encoding version >= 4; before: 2)
+//!   per sub-filter: unsigned entries (capacity), double error, unsigned hashes, double bpe,
+//!                   unsigned bits, unsigned n2   (encoding version >= 1; before: n2 = 0 and
+//!                                                 bits = entries * bpe, truncated)
+//!                   string (the bit array), unsigned size (items)
+//!
+//! SCANDUMP header, little-endian, packed: u64 size, u32 nfilters, u32 options, [u32 growth],
+//!   per sub-filter: u64 bytes, u64 bits, u64 size, f64 error, f64 bpe, u32 hashes,
+//!                   u32 or u64 entries, u8 n2
+//!   (three layouts: 16 + 49 n bytes in 1.x/2.0, 20 + 49 n in 2.2, 20 + 53 n since 2.4)
+//! ```
+//!
+//! Option flags: 1 no power-of-two rounding, 2 entries given as bits (no command sets it; not
+//! read), 4 64-bit hashing, 8 NONSCALING. Every field is checked as strictly as this module's own
+//! formats, and nothing is allocated that the input does not hold.
+
+use crate::bits::BitStore;
+use crate::chain::{Chain, Growth};
+use crate::hash::Hashing;
+use crate::sizing::{bits_per_item, check_error_rate, hash_count, Shape};
+use crate::stored::{FieldSource, LoadError};
+use crate::sub_filter::{storage_bits, SubFilter};
+use crate::FilterError;
+
+const NO_ROUND: u8 = 1;
+const ENTRIES_ARE_BITS: u8 = 2;
+const FORCE_64: u8 = 4;
+const NO_SCALING: u8 = 8;
+
+/// The largest bit count of a sub-filter (as for this module's own).
+const MAX_BITS: u64 = 1 << 62;
+
+/// RedisBloom's option flags of a chain, as it stores them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RedisBloomOptions(u8);
+
+impl RedisBloomOptions {
+    /// Checks stored flags: only the four RedisBloom defines, and not "entries given as bits",
+    /// which no command ever set.
+    pub fn new(flags: u64) -> Result<RedisBloomOptions, FilterError> {
+        let flags = u8::try_from(flags)
+            .ok()
+            .filter(|flags| flags & !0xF == 0)
+            .ok_or(FilterError::Corrupt("unknown RedisBloom option flags"))?;
+        if flags & ENTRIES_ARE_BITS != 0 {
+            return Err(FilterError::Corrupt(
+                "RedisBloom's entries-as-bits option is not supported",
+            ));
+        }
+        Ok(RedisBloomOptions(flags))
+    }
+
+    /// The flags, as RedisBloom stores them (5 for a scaling filter of a current release).
+    pub fn flags(self) -> u32 {
+        u32::from(self.0)
+    }
+
+    /// How the chain hashes items: 64-bit MurmurHash64A with flag 4, 32-bit MurmurHash2 without.
+    pub fn hashing(self) -> Hashing {
+        if self.0 & FORCE_64 != 0 {
+            Hashing::Murmur64
+        } else {
+            Hashing::Murmur32
+        }
+    }
+
+    /// True if new sub-filters are rounded up to a power of two (no flag 1: before 2.2).
+    pub fn rounds(self) -> bool {
+        self.0 & NO_ROUND == 0
+    }
+
+    /// True for a NONSCALING chain (flag 8).
+    pub fn fixed(self) -> bool {
+        self.0 & NO_SCALING != 0
+    }
+
+    /// The chain's growth: NONSCALING, or scaling by `growth` (1 to `MAX_EXPANSION`).
+    pub fn growth(self, growth: u64) -> Result<Growth, FilterError> {
+        if self.fixed() {
+            return Ok(Growth::Fixed);
+        }
+        Growth::scaling(growth).map_err(|_| FilterError::Corrupt("RedisBloom growth out of range"))
+    }
+}
+
+/// One sub-filter as RedisBloom describes it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Link {
+    /// Capacity.
+    pub entries: u64,
+    pub error: f64,
+    pub hashes: u64,
+    /// Bits per item, where the format stores it.
+    pub bpe: Option<f64>,
+    /// Bit count: the modulus of the probes (0 in some power-of-two sub-filters, which use n2).
+    pub bits: u64,
+    /// log2 of the bit count of a power-of-two sub-filter, or 0.
+    pub n2: u64,
+    /// Items added.
+    pub items: u64,
+}
+
+/// Checks one sub-filter against RedisBloom's sizing; its shape, whose `bits` is the probe
+/// modulus (`2^n2` for a power-of-two sub-filter) and whose bit array is [`Shape::bit_bytes`]
+/// long.
+pub fn check_link(link: &Link) -> Result<Shape, FilterError> {
+    check_error_rate(link.error)
+        .map_err(|_| FilterError::Corrupt("sub-filter error rate out of range"))?;
+    if link.entries == 0 {
+        return Err(FilterError::Corrupt("sub-filter of no capacity"));
+    }
+    let bpe = bits_per_item(link.error);
+    if let Some(stored) = link.bpe {
+        // The same formula on the same kind of machine: equal, but for the last bits of a
+        // different libm.
+        if stored.is_nan() || (stored - bpe).abs() > bpe * 1e-12 {
+            return Err(FilterError::Corrupt(
+                "bits per item do not match the error rate",
+            ));
+        }
+    }
+    if link.hashes != u64::from(hash_count(link.error)) {
+        return Err(FilterError::Corrupt(
+            "hash count does not match the error rate",
+        ));
+    }
+    let wanted = link.entries as f64 * bpe;
+    if !wanted.is_finite() || wanted >= MAX_BITS as f64 {
+        return Err(FilterError::Corrupt("sub-filter too large"));
+    }
+    let bits = match link.n2 {
+        0 => {
+            // Not rounded: the formula's bit count, rounded up at most to whole 64-bit words.
+            let floor = (wanted as u64).max(1);
+            if link.bits < floor || link.bits > floor + 64 {
+                return Err(FilterError::Corrupt(
+                    "bit count does not match the capacity",
+                ));
+            }
+            link.bits
+        }
+        n2 @ 1..=62 => {
+            let bits = 1u64 << n2;
+            // Rounded up to the next power of two, the capacity raised to fill it.
+            if wanted > bits as f64 + bpe || bits as f64 > 2.0 * wanted + 64.0 {
+                return Err(FilterError::Corrupt(
+                    "power-of-two size does not match the capacity",
+                ));
+            }
+            if link.bits != 0 && link.bits != bits && link.bits != bits.div_ceil(8) * 8 {
+                return Err(FilterError::Corrupt(
+                    "bit count does not match the power-of-two size",
+                ));
+            }
+            bits
+        }
+        _ => return Err(FilterError::Corrupt("power-of-two size out of range")),
+    };
+    if link.items > link.entries {
+        return Err(FilterError::Corrupt("more items than capacity"));
+    }
+    Ok(Shape {
+        capacity: link.entries,
+        error: link.error,
+        hash_count: link.hashes as u32,
+        bits,
+    })
+}
+
+/// Checks a sub-filter of an imported chain as this module stores it (its bit count is the
+/// modulus itself: a power of two in a chain that rounds is taken as rounded).
+pub(crate) fn check_stored_link(
+    options: RedisBloomOptions,
+    capacity: u64,
+    error: f64,
+    hash_count: u64,
+    bits: u64,
+    items: u64,
+) -> Result<Shape, FilterError> {
+    let n2 = if options.rounds() && bits.is_power_of_two() {
+        u64::from(bits.trailing_zeros())
+    } else {
+        0
+    };
+    let shape = check_link(&Link {
+        entries: capacity,
+        error,
+        hashes: hash_count,
+        bpe: None,
+        bits,
+        n2,
+        items,
+    })?;
+    if shape.bits != bits {
+        return Err(FilterError::Corrupt(
+            "bit count does not match the sub-filter",
+        ));
+    }
+    Ok(shape)
+}
+
+/// The sub-filter RedisBloom adds to a full chain: `capacity * growth` items at half the newest
+/// one's error, rounded up to a power of two (capacity raised to fill it) unless the chain has
+/// flag 1.
+pub fn next_link(
+    options: RedisBloomOptions,
+    growth: Growth,
+    newest: &Shape,
+) -> Result<Shape, FilterError> {
+    let Growth::Scaling { expansion } = growth else {
+        return Err(FilterError::Full);
+    };
+    let entries = newest
+        .capacity
+        .checked_mul(u64::from(expansion))
+        .ok_or(FilterError::CannotGrow)?;
+    let error = newest.error * 0.5;
+    if !error.is_normal() {
+        return Err(FilterError::CannotGrow);
+    }
+    if !options.rounds() {
+        return Shape::new(entries, error);
+    }
+    let bpe = bits_per_item(error);
+    let wanted = entries as f64 * bpe;
+    if !wanted.is_finite() {
+        return Err(FilterError::CannotGrow);
+    }
+    // The smallest power of two strictly above `wanted`: one more than its binary exponent.
+    let exponent = ((wanted.to_bits() >> 52) & 0x7ff) as i64 - 1023;
+    let n2 = (exponent + 1).max(1);
+    if n2 > 62 {
+        return Err(FilterError::TooLarge {
+            bytes: (wanted / 8.0) as u64,
+        });
+    }
+    let bits = 1u64 << n2;
+    let spare = (bits as f64 - wanted).trunc();
+    Ok(Shape {
+        capacity: entries + (spare / bpe) as u64,
+        error,
+        hash_count: hash_count(error),
+        bits,
+    })
+}
+
+/// A sub-filter from a checked link and its bit array as RedisBloom stored it.
+fn sub_filter(shape: Shape, items: u64, data: &[u8]) -> Result<SubFilter, FilterError> {
+    if data.len() as u64 != shape.bit_bytes() {
+        return Err(FilterError::Corrupt(
+            "bit array length does not match the bit count",
+        ));
+    }
+    let mut store = BitStore::zeroed(storage_bits(shape.bits))?;
+    if !store.write_bytes(0, data) {
+        return Err(FilterError::Corrupt("bit array does not fit"));
+    }
+    SubFilter::imported(shape, items, store)
+}
+
+/// Reads a chain that RedisBloom saved in RDB encoding version `encver` (0 to 4).
+pub fn load_rdb(source: &mut impl FieldSource, encver: u32) -> Result<Chain, LoadError> {
+    if encver > 4 {
+        return Err(LoadError::Corrupt(format!(
+            "RedisBloom encoding version {encver} is not one this module reads"
+        )));
+    }
+    let size = source.unsigned().ok_or(LoadError::Truncated)?;
+    let count = source.unsigned().ok_or(LoadError::Truncated)?;
+    let flags = if encver >= 2 {
+        source.unsigned().ok_or(LoadError::Truncated)?
+    } else {
+        0
+    };
+    let growth = if encver >= 4 {
+        source.unsigned().ok_or(LoadError::Truncated)?
+    } else {
+        2
+    };
+    let options = RedisBloomOptions::new(flags)?;
+    let growth = options.growth(growth)?;
+    if count == 0 {
+        return Err(LoadError::Corrupt("no sub-filters".into()));
+    }
+    // Grown as sub-filters arrive: the count alone justifies no allocation.
+    let mut filters = Vec::new();
+    let mut total = 0u64;
+    for _ in 0..count {
+        let entries = source.unsigned().ok_or(LoadError::Truncated)?;
+        let error = source.double().ok_or(LoadError::Truncated)?;
+        let hashes = source.unsigned().ok_or(LoadError::Truncated)?;
+        let bpe = source.double().ok_or(LoadError::Truncated)?;
+        let (bits, n2) = if encver >= 1 {
+            let bits = source.unsigned().ok_or(LoadError::Truncated)?;
+            (bits, source.unsigned().ok_or(LoadError::Truncated)?)
+        } else {
+            // RedisBloom 1.0 stored neither: the formula's bit count, not rounded.
+            let wanted = entries as f64 * bpe;
+            if !(wanted.is_finite() && wanted >= 0.0 && wanted < MAX_BITS as f64) {
+                return Err(LoadError::Corrupt("sub-filter too large".into()));
+            }
+            (wanted as u64, 0)
+        };
+        let data = source.any_buffer()?;
+        let items = source.unsigned().ok_or(LoadError::Truncated)?;
+        let link = Link {
+            entries,
+            error,
+            hashes,
+            bpe: Some(bpe),
+            bits,
+            n2,
+            items,
+        };
+        let shape = check_link(&link)?;
+        total = total
+            .checked_add(items)
+            .ok_or_else(|| LoadError::Corrupt("item count overflows".into()))?;
+        filters.push(sub_filter(shape, items, &data)?);
+    }
+    if total != size {
+        return Err(LoadError::Corrupt(
+            "sub-filter items do not add up to the filter's".into(),
+        ));
+    }
+    Ok(Chain::imported(options, growth, filters)?)
+}
+
+/// A RedisBloom SCANDUMP header that passed every check: the chain it describes, not yet
+/// allocated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DumpHeader {
+    pub(crate) options: RedisBloomOptions,
+    pub(crate) growth: Growth,
+    /// Each sub-filter's shape and item count.
+    pub(crate) links: Vec<(Shape, u64)>,
+}
+
+/// Reads little-endian numbers off the front of a byte slice.
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], FilterError> {
+        let (head, rest) = self
+            .0
+            .split_first_chunk::<N>()
+            .ok_or(FilterError::Corrupt("header ends early"))?;
+        self.0 = rest;
+        Ok(*head)
+    }
+
+    fn u8(&mut self) -> Result<u8, FilterError> {
+        Ok(self.take::<1>()?[0])
+    }
+
+    fn u32(&mut self) -> Result<u32, FilterError> {
+        Ok(u32::from_le_bytes(self.take()?))
+    }
+
+    fn u64(&mut self) -> Result<u64, FilterError> {
+        Ok(u64::from_le_bytes(self.take()?))
+    }
+
+    fn f64(&mut self) -> Result<f64, FilterError> {
+        Ok(f64::from_bits(self.u64()?))
+    }
+}
+
+impl DumpHeader {
+    /// Parses and checks the header chunk of a RedisBloom SCANDUMP, in any of its three layouts
+    /// (told apart by length). Allocates nothing beyond one entry per 49 bytes of input.
+    pub fn parse(bytes: &[u8]) -> Result<DumpHeader, FilterError> {
+        let count = bytes
+            .get(8..12)
+            .map(|raw| u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]) as usize)
+            .ok_or(FilterError::Corrupt(
+                "neither a redis-bf nor a RedisBloom dump header",
+            ))?;
+        let len =
+            |fixed: usize, link: usize| count.checked_mul(link).and_then(|n| n.checked_add(fixed));
+        // (has growth, 64-bit entries)
+        let (has_growth, wide_entries) = if Some(bytes.len()) == len(20, 53) {
+            (true, true)
+        } else if Some(bytes.len()) == len(20, 49) {
+            (true, false)
+        } else if Some(bytes.len()) == len(16, 49) {
+            (false, false)
+        } else if Some(bytes.len()) == len(36, 53) {
+            return Err(FilterError::Corrupt(
+                "RedisBloom's configurable hashing is not supported",
+            ));
+        } else {
+            return Err(FilterError::Corrupt(
+                "neither a redis-bf nor a RedisBloom dump header",
+            ));
+        };
+        if count == 0 {
+            return Err(FilterError::Corrupt("no sub-filters"));
+        }
+        let mut reader = Reader(bytes);
+        let size = reader.u64()?;
+        reader.u32()?;
+        let options = RedisBloomOptions::new(u64::from(reader.u32()?))?;
+        let growth = if has_growth { reader.u32()? } else { 2 };
+        let growth = options.growth(u64::from(growth))?;
+        if growth == Growth::Fixed && count > 1 {
+            return Err(FilterError::Corrupt(
+                "a non-scaling filter with several sub-filters",
+            ));
+        }
+        let mut links = Vec::with_capacity(count);
+        let mut total = 0u64;
+        for _ in 0..count {
+            let bytes = reader.u64()?;
+            let bits = reader.u64()?;
+            let items = reader.u64()?;
+            let error = reader.f64()?;
+            let bpe = reader.f64()?;
+            let hashes = reader.u32()?;
+            let entries = if wide_entries {
+                reader.u64()?
+            } else {
+                u64::from(reader.u32()?)
+            };
+            let n2 = reader.u8()?;
+            let link = Link {
+                entries,
+                error,
+                hashes: u64::from(hashes),
+                bpe: Some(bpe),
+                bits,
+                n2: u64::from(n2),
+                items,
+            };
+            let shape = check_link(&link)?;
+            if bytes != shape.bit_bytes() {
+                return Err(FilterError::Corrupt(
+                    "byte count does not match the bit count",
+                ));
+            }
+            total = total
+                .checked_add(items)
+                .ok_or(FilterError::Corrupt("item count overflows"))?;
+            links.push((shape, items));
+        }
+        if total != size {
+            return Err(FilterError::Corrupt(
+                "sub-filter items do not add up to the filter's",
+            ));
+        }
+        Ok(DumpHeader {
+            options,
+            growth,
+            links,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(flags: u64) -> RedisBloomOptions {
+        RedisBloomOptions::new(flags).unwrap()
+    }
+
+    #[test]
+    fn option_flags_choose_hashing_rounding_and_growth() {
+        assert_eq!(options(5).hashing(), Hashing::Murmur64);
+        assert!(!options(5).rounds());
+        assert_eq!(options(5).growth(4), Ok(Growth::Scaling { expansion: 4 }));
+        assert_eq!(options(13).growth(2), Ok(Growth::Fixed));
+        assert_eq!(options(0).hashing(), Hashing::Murmur32);
+        assert!(options(0).rounds());
+        assert!(RedisBloomOptions::new(2).is_err());
+        assert!(RedisBloomOptions::new(16).is_err());
+        assert!(options(5).growth(0).is_err());
+    }
+
+    #[test]
+    fn links_of_current_releases_have_this_modules_shapes() {
+        // RedisBloom 2.4's first sub-filter of BF.RESERVE k 0.001 1000: 15872 bits, 11 hashes.
+        let link = Link {
+            entries: 1000,
+            error: 0.0005,
+            hashes: 11,
+            bpe: Some(bits_per_item(0.0005)),
+            bits: 15872,
+            n2: 0,
+            items: 500,
+        };
+        let shape = check_link(&link).unwrap();
+        assert_eq!(shape, Shape::new(1000, 0.0005).unwrap());
+        for broken in [
+            Link { hashes: 12, ..link },
+            Link {
+                bits: 15872 + 128,
+                ..link
+            },
+            Link { bits: 64, ..link },
+            Link {
+                items: 1001,
+                ..link
+            },
+            Link { error: 1.5, ..link },
+            Link {
+                bpe: Some(3.0),
+                ..link
+            },
+            Link { entries: 0, ..link },
+            Link { n2: 63, ..link },
+        ] {
+            assert!(check_link(&broken).is_err(), "{broken:?}");
+        }
+    }
+
+    #[test]
+    fn power_of_two_links_grow_as_redisbloom_before_2_2_grew_them() {
+        let newest = Shape {
+            capacity: 100,
+            error: 0.01,
+            hash_count: hash_count(0.01),
+            bits: 1024,
+        };
+        let shape = next_link(options(4), Growth::Scaling { expansion: 2 }, &newest).unwrap();
+        // 200 items at 0.005 want 2205.5 bits: 4096 bits, and room for 171 more items.
+        assert_eq!(shape.bits, 4096);
+        assert_eq!(shape.error, 0.005);
+        assert_eq!(shape.capacity, 371);
+        assert_eq!(shape.hash_count, hash_count(0.005));
+        let link = Link {
+            entries: shape.capacity,
+            error: shape.error,
+            hashes: u64::from(shape.hash_count),
+            bpe: None,
+            bits: 0,
+            n2: 12,
+            items: 0,
+        };
+        assert_eq!(check_link(&link), Ok(shape));
+        assert_eq!(
+            check_stored_link(options(4), 371, 0.005, 8, 4096, 0),
+            Ok(shape)
+        );
+        // Without rounding (flag 1), this module's own sizing.
+        let shape = next_link(options(5), Growth::Scaling { expansion: 2 }, &newest).unwrap();
+        assert_eq!(shape, Shape::new(200, 0.005).unwrap());
+        assert_eq!(
+            next_link(options(13), Growth::Fixed, &newest),
+            Err(FilterError::Full)
+        );
+    }
+
+    #[test]
+    fn dump_headers_of_every_layout_are_read_and_checked() {
+        let link = |wide: bool| {
+            let mut out = Vec::new();
+            out.extend(1984u64.to_le_bytes());
+            out.extend(15872u64.to_le_bytes());
+            out.extend(500u64.to_le_bytes());
+            out.extend(0.0005f64.to_le_bytes());
+            out.extend(bits_per_item(0.0005).to_le_bytes());
+            out.extend(11u32.to_le_bytes());
+            if wide {
+                out.extend(1000u64.to_le_bytes());
+            } else {
+                out.extend(1000u32.to_le_bytes());
+            }
+            out.push(0);
+            out
+        };
+        let head = |growth: bool| {
+            let mut out = Vec::new();
+            out.extend(500u64.to_le_bytes());
+            out.extend(1u32.to_le_bytes());
+            out.extend(5u32.to_le_bytes());
+            if growth {
+                out.extend(2u32.to_le_bytes());
+            }
+            out
+        };
+        for (growth, wide) in [(true, true), (true, false), (false, false)] {
+            let mut header = head(growth);
+            header.extend(link(wide));
+            let parsed = DumpHeader::parse(&header).unwrap();
+            let parsed_links = parsed.links.clone();
+            assert_eq!(parsed.growth, Growth::Scaling { expansion: 2 });
+            assert_eq!(parsed.links.len(), 1);
+            let chain = crate::dump::Header::from(parsed).into_chain().unwrap();
+            assert_eq!(chain.capacity(), 1000);
+            assert_eq!(chain.items(), 500);
+            for cut in 0..header.len() {
+                // A 2.4 header cut before the high half of its 64-bit capacity reads as a 2.2
+                // header of the same filter; any other cut is refused.
+                if let Ok(shorter) = DumpHeader::parse(&header[..cut]) {
+                    assert_eq!((cut, &shorter.links), (69, &parsed_links));
+                }
+            }
+        }
+        let mut wrong_total = head(true);
+        wrong_total[0] = 99;
+        wrong_total.extend(link(true));
+        assert!(DumpHeader::parse(&wrong_total).is_err());
+    }
+}
