@@ -5,7 +5,7 @@ use crate::datatype::memory_usage;
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
-use bf_filter::{Chain, Growth};
+use bf_filter::{Chain, Growth, Hashing};
 use std::ffi::CStr;
 
 /// One field of BF.INFO.
@@ -135,9 +135,14 @@ pub fn debug(call: &Call) -> Result<(), BfError> {
     Ok(())
 }
 
-/// The lines of BF.DEBUG.
+/// The lines of BF.DEBUG. A filter imported from RedisBloom names its hashing on the first line.
 pub fn debug_lines(chain: &Chain) -> Vec<String> {
-    let mut lines = vec![format!("size:{}", chain.items())];
+    let hashing = match chain.format().hashing() {
+        Hashing::Xxh3 => "",
+        Hashing::Murmur64 => " hashing:murmur64a",
+        Hashing::Murmur32 => " hashing:murmur2",
+    };
+    let mut lines = vec![format!("size:{}{hashing}", chain.items())];
     lines.extend(chain.filters().iter().map(|filter| {
         let shape = filter.shape();
         format!(

@@ -33,6 +33,20 @@ impl Envelope {
         }
     }
 
+    /// The same envelope for another encoding version of the module type (the low 10 bits of
+    /// the module id), such as RedisBloom's older ones.
+    pub fn with_encoding_version(&self, encver: u64) -> Envelope {
+        assert_eq!(self.head[1], 0x81, "a 64-bit module id");
+        let id = u64::from_be_bytes(self.head[2..10].try_into().unwrap());
+        let id = (id & !0x3ff) | (encver & 0x3ff);
+        let mut head = self.head.clone();
+        head[2..10].copy_from_slice(&id.to_be_bytes());
+        Envelope {
+            head,
+            version: self.version,
+        }
+    }
+
     /// A payload holding exactly these fields (and the end opcode).
     pub fn payload(&self, fields: &[Field]) -> Vec<u8> {
         let mut out = self.head.clone();

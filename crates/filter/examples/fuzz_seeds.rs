@@ -1,10 +1,17 @@
-//! Writes seed inputs for the fuzzers (`fuzz/corpus/stored`, `fuzz/corpus/chunks`): the stored
-//! form and the dump of a few real chains. `cargo run -p bf-filter --example fuzz_seeds`.
+//! Writes seed inputs for the fuzzers (`fuzz/corpus/stored`, `fuzz/corpus/chunks`,
+//! `fuzz/corpus/redisbloom`): the stored form and the dump of a few real chains, a RedisBloom
+//! 2.4 dump header, and RedisBloom's RDB layouts of one sub-filter in every encoding version.
+//! `cargo run -p bf-filter --example fuzz_seeds`.
 
 use bf_filter::dump::{header, next_iterator};
-use bf_filter::stored::to_bytes;
+use bf_filter::sizing::{bits_per_item, hash_count};
+use bf_filter::stored::{to_bytes, ByteSink, FieldSink};
 use bf_filter::{Chain, Growth};
 use std::path::Path;
+
+/// The header chunk RedisBloom 2.4.23 returned for `BF.RESERVE k 0.001 1000` holding 500 items
+/// (tests/data/redisbloom-2.4.23, key fx:reserved).
+const REDISBLOOM_HEADER: &str = "f401000000000000010000000500000002000000c007000000000000003e000000000000f401000000000000fca9f1d24d62403f2e92f414fca32f400b000000e80300000000000000";
 
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
@@ -33,6 +40,53 @@ fn main() {
             offset += chunk.len() as u64;
         }
         write(&root.join("chunks"), index, &input);
+    }
+
+    let head: Vec<u8> = (0..REDISBLOOM_HEADER.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&REDISBLOOM_HEADER[at..at + 2], 16).unwrap())
+        .collect();
+    let mut input = (head.len() as u16).to_le_bytes().to_vec();
+    input.extend_from_slice(&head);
+    input.extend_from_slice(&(1u64 + 1984).to_le_bytes());
+    input.extend_from_slice(&1984u16.to_le_bytes());
+    input.extend(std::iter::repeat_n(0x5a, 1984));
+    write(&root.join("chunks"), 100, &input);
+
+    // One sub-filter of 100 items at 1% in each RDB encoding RedisBloom wrote: 958 bits before
+    // rounding existed (0), a power of two since (1 to 3), not rounded again in 4.
+    for encver in 0u8..5 {
+        let (error, bpe) = (0.01, bits_per_item(0.01));
+        let (bits, n2, entries) = match encver {
+            0 | 4 => ((100.0 * bpe) as u64, 0, 100),
+            _ => (1024, 10, 106),
+        };
+        let bits = if encver == 4 {
+            bits.next_multiple_of(64)
+        } else {
+            bits
+        };
+        let mut sink = ByteSink::default();
+        sink.bytes.push(encver);
+        sink.unsigned(0);
+        sink.unsigned(1);
+        if encver >= 2 {
+            sink.unsigned(if encver == 4 { 5 } else { 4 });
+        }
+        if encver >= 4 {
+            sink.unsigned(2);
+        }
+        sink.unsigned(entries);
+        sink.double(error);
+        sink.unsigned(u64::from(hash_count(error)));
+        sink.double(bpe);
+        if encver >= 1 {
+            sink.unsigned(bits);
+            sink.unsigned(n2);
+        }
+        sink.buffer(&vec![0; bits.div_ceil(8) as usize]);
+        sink.unsigned(0);
+        write(&root.join("redisbloom"), usize::from(encver), &sink.bytes);
     }
 }
 

@@ -1,8 +1,9 @@
 //! Entry points for the fuzzers (`fuzz/`) and for the test that replays their corpora in
 //! `make test`: each takes arbitrary bytes and must never panic.
 
-use crate::dump::{chunk_offset, Header};
-use crate::stored::{from_bytes, to_bytes};
+use crate::dump::{chunk_offset, header, Header};
+use crate::redisbloom::load_rdb;
+use crate::stored::{from_bytes, to_bytes, ByteFields};
 
 /// Headers describing more than this are refused here, as BF.LOADCHUNK refuses them past
 /// bf.max-filter-bytes (the fuzzer's memory is not the point).
@@ -47,5 +48,25 @@ pub fn stored(data: &[u8]) {
     if let Ok(chain) = from_bytes(data) {
         assert_eq!(to_bytes(&chain), data, "the stored form is canonical");
         let _ = chain.contains(b"probe");
+    }
+}
+
+/// RedisBloom's RDB layouts fed from bytes: the first byte picks the encoding version (0 to 4),
+/// the rest are fields as [`ByteFields`] reads them. A chain that loads must answer, and come
+/// back unchanged through this module's own stored form and dump header.
+pub fn redisbloom(data: &[u8]) {
+    let Some((&encver, rest)) = data.split_first() else {
+        return;
+    };
+    let mut fields = ByteFields::new(rest);
+    let Ok(mut chain) = load_rdb(&mut fields, u32::from(encver % 5)) else {
+        return;
+    };
+    assert_eq!(from_bytes(&to_bytes(&chain)).as_ref(), Ok(&chain));
+    let parsed = Header::parse(&header(&chain)).expect("a loaded chain's header parses");
+    assert_eq!(parsed.planned_bytes(), chain.planned_size());
+    let _ = chain.contains(b"probe");
+    if chain.planned_size() < LIMIT {
+        let _ = chain.add(b"probe", LIMIT);
     }
 }
