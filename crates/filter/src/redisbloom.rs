@@ -115,7 +115,7 @@ pub struct Link {
 /// Checks one sub-filter against RedisBloom's sizing; its shape, whose `bits` is the probe
 /// modulus (`2^n2` for a power-of-two sub-filter) and whose bit array is [`Shape::bit_bytes`]
 /// long.
-pub fn check_link(link: &Link) -> Result<Shape, FilterError> {
+pub fn check_link(options: RedisBloomOptions, link: &Link) -> Result<Shape, FilterError> {
     check_error_rate(link.error)
         .map_err(|_| FilterError::Corrupt("sub-filter error rate out of range"))?;
     if link.entries == 0 {
@@ -152,6 +152,12 @@ pub fn check_link(link: &Link) -> Result<Shape, FilterError> {
             link.bits
         }
         n2 @ 1..=62 => {
+            // RedisBloom sizes every sub-filter of a chain by the chain's options.
+            if !options.rounds() {
+                return Err(FilterError::Corrupt(
+                    "a power-of-two sub-filter in a filter that does not round",
+                ));
+            }
             let bits = 1u64 << n2;
             // Rounded up to the next power of two, the capacity raised to fill it.
             if wanted > bits as f64 + bpe || bits as f64 > 2.0 * wanted + 64.0 {
@@ -194,15 +200,18 @@ pub(crate) fn check_stored_link(
     } else {
         0
     };
-    let shape = check_link(&Link {
-        entries: capacity,
-        error,
-        hashes: hash_count,
-        bpe: None,
-        bits,
-        n2,
-        items,
-    })?;
+    let shape = check_link(
+        options,
+        &Link {
+            entries: capacity,
+            error,
+            hashes: hash_count,
+            bpe: None,
+            bits,
+            n2,
+            items,
+        },
+    )?;
     if shape.bits != bits {
         return Err(FilterError::Corrupt(
             "bit count does not match the sub-filter",
@@ -324,7 +333,7 @@ pub fn load_rdb(source: &mut impl FieldSource, encver: u32) -> Result<Chain, Loa
             n2,
             items,
         };
-        let shape = check_link(&link)?;
+        let shape = check_link(options, &link)?;
         total = total
             .checked_add(items)
             .ok_or_else(|| LoadError::Corrupt("item count overflows".into()))?;
@@ -444,7 +453,7 @@ impl DumpHeader {
                 n2: u64::from(n2),
                 items,
             };
-            let shape = check_link(&link)?;
+            let shape = check_link(options, &link)?;
             if bytes != shape.bit_bytes() {
                 return Err(FilterError::Corrupt(
                     "byte count does not match the bit count",
@@ -501,7 +510,7 @@ mod tests {
             n2: 0,
             items: 500,
         };
-        let shape = check_link(&link).unwrap();
+        let shape = check_link(options(5), &link).unwrap();
         assert_eq!(shape, Shape::new(1000, 0.0005).unwrap());
         for broken in [
             Link { hashes: 12, ..link },
@@ -522,7 +531,7 @@ mod tests {
             Link { entries: 0, ..link },
             Link { n2: 63, ..link },
         ] {
-            assert!(check_link(&broken).is_err(), "{broken:?}");
+            assert!(check_link(options(5), &broken).is_err(), "{broken:?}");
         }
     }
 
@@ -549,7 +558,8 @@ mod tests {
             n2: 12,
             items: 0,
         };
-        assert_eq!(check_link(&link), Ok(shape));
+        assert_eq!(check_link(options(4), &link), Ok(shape));
+        assert!(check_link(options(5), &link).is_err());
         assert_eq!(
             check_stored_link(options(4), 371, 0.005, 8, 4096, 0),
             Ok(shape)
