@@ -6,7 +6,7 @@
 //! | config | default | range |
 //! |---|---|---|
 //! | `bf.error-rate` | 0.01 | strictly between 0 and 1 |
-//! | `bf.initial-size` | 100 | 1 and up |
+//! | `bf.initial-size` | 100 | 1 to 2^63 - 1 |
 //! | `bf.expansion-factor` | 2 | 1 to 32768 |
 //! | `bf.max-filter-bytes` | 1 GiB | 1 KiB and up |
 
@@ -149,7 +149,7 @@ impl Setting {
     fn range(self) -> &'static str {
         match self {
             Setting::ErrorRate => "a number strictly between 0 and 1",
-            Setting::InitialSize => "a whole number of at least 1",
+            Setting::InitialSize => "a whole number from 1 to 9223372036854775807",
             Setting::ExpansionFactor => "a whole number from 1 to 32768",
             Setting::MaxFilterBytes => "a size of at least 1024 bytes (units kb, mb, gb allowed)",
         }

@@ -9,7 +9,7 @@ use crate::glue::guard::guarded;
 use bf_filter::dump;
 use bf_filter::redisbloom;
 use bf_filter::stored::{self, FieldSink, FieldSource, LoadError};
-use bf_filter::{Chain, Growth};
+use bf_filter::{Chain, Format, Growth};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 use std::os::raw::{c_char, c_int, c_void};
@@ -251,6 +251,11 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
 /// Feeds a filter's parameters and bits to DEBUG DIGEST.
 unsafe fn digest_chain(md: *mut raw::RedisModuleDigest, chain: &Chain) {
     let add_number = |number: u64| raw::RedisModule_DigestAddLongLong.unwrap()(md, number as i64);
+    // An imported filter's hashing changes every answer: it is part of the value. (Native
+    // filters digest as they always did.)
+    if let Format::RedisBloom(options) = chain.format() {
+        add_number(1 << 32 | u64::from(options.flags()));
+    }
     add_number(match chain.growth() {
         Growth::Scaling { expansion } => u64::from(expansion),
         Growth::Fixed => 0,

@@ -20,7 +20,7 @@ pub enum BfError {
     NonScalingFull,
     /// The error rate is not a number strictly between 0 and 1.
     BadErrorRate,
-    /// The capacity is not a whole number of at least 1.
+    /// The capacity is not a whole number from 1 to `i64::MAX` (what BF.INFO can report).
     BadCapacity,
     /// The expansion is not a whole number from 1 to 32768.
     BadExpansion,
@@ -88,7 +88,7 @@ impl fmt::Display for BfError {
                 f.write_str("ERR bad error rate: must be a number strictly between 0 and 1")
             }
             BfError::BadCapacity => {
-                f.write_str("ERR bad capacity: must be a whole number of at least 1")
+                f.write_str("ERR bad capacity: must be a whole number from 1 to 9223372036854775807")
             }
             BfError::BadExpansion => write!(
                 f,

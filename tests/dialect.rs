@@ -247,7 +247,7 @@ fn insert_refuses_bad_grammar_with_exact_errors() {
         ),
         (
             &["CAPACITY", "0", "ITEMS", "a"],
-            "ERR bad capacity: must be a whole number of at least 1",
+            "ERR bad capacity: must be a whole number from 1 to 9223372036854775807",
         ),
         (
             &["EXPANSION", "0", "ITEMS", "a"],
@@ -255,7 +255,7 @@ fn insert_refuses_bad_grammar_with_exact_errors() {
         ),
         (
             &["CAPACITY", "ITEMS", "a"],
-            "ERR bad capacity: must be a whole number of at least 1",
+            "ERR bad capacity: must be a whole number from 1 to 9223372036854775807",
         ),
     ];
     for (options, error) in cases {
@@ -620,7 +620,7 @@ fn config_directives_after_loadmodule_apply_too() {
 fn a_bad_load_argument_stops_the_module_loading_with_a_reason() {
     let cases: [(&[&str], &str); 4] = [
         (&["error-rate", "2"], "bf: refusing to load: bad value '2' for bf.error-rate: must be a number strictly between 0 and 1"),
-        (&["INITIAL_SIZE", "0"], "bf: refusing to load: bad value '0' for bf.initial-size: must be a whole number of at least 1"),
+        (&["INITIAL_SIZE", "0"], "bf: refusing to load: bad value '0' for bf.initial-size: must be a whole number from 1 to 9223372036854775807"),
         (&["colour", "blue"], "bf: refusing to load: unknown module argument 'colour'"),
         (&["expansion-factor"], "bf: refusing to load: module argument 'expansion-factor' needs a value"),
     ];

@@ -53,7 +53,8 @@ fn reserve_refuses_bad_numbers_with_exact_errors() {
             "{error}"
         );
     }
-    let bad_capacity = Frame::error("ERR bad capacity: must be a whole number of at least 1");
+    let bad_capacity =
+        Frame::error("ERR bad capacity: must be a whole number from 1 to 9223372036854775807");
     for capacity in [
         "0",
         "-1",
@@ -62,6 +63,7 @@ fn reserve_refuses_bad_numbers_with_exact_errors() {
         "1.5",
         "",
         "99999999999999999999999",
+        "9223372036854775808",
     ] {
         assert_eq!(
             conn.call(&["BF.RESERVE", "k", "0.01", capacity]),
@@ -291,7 +293,7 @@ fn a_filter_over_one_gib_is_refused_and_the_server_lives() {
         )
     );
     assert_eq!(
-        conn.call(&["BF.RESERVE", "huge", "1e-300", "18446744073709551615"]),
+        conn.call(&["BF.RESERVE", "huge", "1e-300", "9223372036854775807"]),
         Frame::error(
             "ERR filter would use 18446744073709551615 bytes, over bf.max-filter-bytes (1073741824)"
         )

@@ -48,10 +48,11 @@ pub fn parse_whole(token: &[u8]) -> Option<u64> {
     std::str::from_utf8(token).ok()?.parse().ok()
 }
 
-/// A capacity: a whole number of at least 1.
+/// A capacity: a whole number from 1 to `i64::MAX` (as RedisBloom, which reads a `long long`;
+/// and BF.INFO reports it as an integer).
 pub fn parse_capacity(token: &[u8]) -> Result<u64, BfError> {
     match parse_whole(token) {
-        Some(capacity) if capacity >= 1 => Ok(capacity),
+        Some(capacity) if (1..=i64::MAX as u64).contains(&capacity) => Ok(capacity),
         _ => Err(BfError::BadCapacity),
     }
 }
@@ -137,11 +138,13 @@ mod tests {
     }
 
     #[test]
-    fn capacities_are_whole_numbers_of_at_least_one() {
+    fn capacities_are_whole_numbers_from_one_to_i64_max() {
         assert_eq!(parse_capacity(b"1"), Ok(1));
-        assert_eq!(parse_capacity(b"18446744073709551615"), Ok(u64::MAX));
+        assert_eq!(parse_capacity(b"9223372036854775807"), Ok(i64::MAX as u64));
         for bad in [
             &b"0"[..],
+            b"9223372036854775808",
+            b"18446744073709551615",
             b"-1",
             b"+5",
             b"10abc",

@@ -10,7 +10,7 @@
 //! and counts the item only if none holds it.
 
 use crate::bits::BitStore;
-use crate::hash::{Hashing, ItemHash};
+use crate::hash::{Hashing, ItemHash, Mixed, Plain, Plain32, Probing};
 use crate::redisbloom::RedisBloomOptions;
 use crate::sizing::{check_error_rate, Shape};
 use crate::sub_filter::{storage_bits, SubFilter};
@@ -85,6 +85,9 @@ impl Chain {
         max_bytes: u64,
     ) -> Result<Chain, FilterError> {
         check_error_rate(error)?;
+        if capacity > MAX_CAPACITY {
+            return Err(FilterError::BadCapacity);
+        }
         let first_error = match growth {
             Growth::Scaling { .. } => error / 2.0,
             Growth::Fixed => error,
@@ -112,6 +115,7 @@ impl Chain {
         for pair in filters.windows(2) {
             check_successor(growth, pair[0].shape(), pair[0].items(), pair[1].shape())?;
         }
+        check_total_capacity(&filters)?;
         Ok(Chain {
             format: Format::Native,
             growth,
@@ -137,6 +141,7 @@ impl Chain {
                 "a non-scaling filter with several sub-filters",
             ));
         }
+        check_total_capacity(&filters)?;
         Ok(Chain {
             format: Format::RedisBloom(options),
             growth,
@@ -203,15 +208,24 @@ impl Chain {
         self.format.hashing().hash(item)
     }
 
-    /// [`Chain::contains`] for an item already hashed.
+    /// [`Chain::contains`] for an item already hashed (by [`Chain::hash`]).
     #[inline]
     pub fn contains_hash(&self, hash: &ItemHash) -> bool {
+        match self.format.hashing() {
+            Hashing::Xxh3 => self.contains_by::<Mixed>(hash),
+            Hashing::Murmur64 => self.contains_by::<Plain>(hash),
+            Hashing::Murmur32 => self.contains_by::<Plain32>(hash),
+        }
+    }
+
+    #[inline(always)]
+    fn contains_by<P: Probing>(&self, hash: &ItemHash) -> bool {
         // Newest first: it is the biggest, so most items that are present are found there.
         self.filters
             .iter()
             .enumerate()
             .rev()
-            .any(|(index, filter)| filter.contains(&hash.for_sub_filter(index)))
+            .any(|(index, filter)| filter.contains_by::<P>(&P::for_sub_filter(hash, index)))
     }
 
     /// Adds an item; `Ok(true)` if it was new, `Ok(false)` if the chain already (maybe) held it.
@@ -222,29 +236,38 @@ impl Chain {
         self.add_hash(&self.hash(item), max_bytes)
     }
 
-    /// [`Chain::add`] for an item already hashed.
+    /// [`Chain::add`] for an item already hashed (by [`Chain::hash`]).
     #[inline]
     pub fn add_hash(&mut self, hash: &ItemHash, max_bytes: u64) -> Result<bool, FilterError> {
+        match self.format.hashing() {
+            Hashing::Xxh3 => self.add_by::<Mixed>(hash, max_bytes),
+            Hashing::Murmur64 => self.add_by::<Plain>(hash, max_bytes),
+            Hashing::Murmur32 => self.add_by::<Plain32>(hash, max_bytes),
+        }
+    }
+
+    #[inline(always)]
+    fn add_by<P: Probing>(&mut self, hash: &ItemHash, max_bytes: u64) -> Result<bool, FilterError> {
         let newest = self.filters.len() - 1;
         let older = &self.filters[..newest];
         if older
             .iter()
             .enumerate()
-            .any(|(index, f)| f.contains(&hash.for_sub_filter(index)))
+            .any(|(index, f)| f.contains_by::<P>(&P::for_sub_filter(hash, index)))
         {
             return Ok(false);
         }
-        let newest_hash = hash.for_sub_filter(newest);
+        let newest_hash = P::for_sub_filter(hash, newest);
         if !self.filters[newest].is_full() {
             // One pass over the probes: the item is new exactly when one of its bits was unset.
-            return Ok(self.filters[newest].insert_if_new(&newest_hash));
+            return Ok(self.filters[newest].insert_if_new_by::<P>(&newest_hash));
         }
-        if self.filters[newest].contains(&newest_hash) {
+        if self.filters[newest].contains_by::<P>(&newest_hash) {
             return Ok(false);
         }
         self.grow(max_bytes)?;
         let grown = self.filters.len() - 1;
-        self.filters[grown].insert(&hash.for_sub_filter(grown));
+        self.filters[grown].insert_by::<P>(&P::for_sub_filter(hash, grown));
         Ok(true)
     }
 
@@ -261,6 +284,10 @@ impl Chain {
             },
             other => other,
         })?;
+        match self.capacity().checked_add(shape.capacity) {
+            Some(total) if total <= MAX_CAPACITY => {}
+            _ => return Err(FilterError::CannotGrow),
+        }
         let shapes = self.filters.iter().map(SubFilter::shape);
         let bytes = Chain::planned_bytes(shapes.chain(std::iter::once(&shape)));
         if bytes > max_bytes {
@@ -272,8 +299,16 @@ impl Chain {
 
     /// Starts loading every cache line the item's probes will touch, in every sub-filter.
     fn prefetch(&self, hash: &ItemHash) {
+        match self.format.hashing() {
+            Hashing::Xxh3 => self.prefetch_by::<Mixed>(hash),
+            Hashing::Murmur64 | Hashing::Murmur32 => self.prefetch_by::<Plain>(hash),
+        }
+    }
+
+    #[inline(always)]
+    fn prefetch_by<P: Probing>(&self, hash: &ItemHash) {
         for (index, filter) in self.filters.iter().enumerate() {
-            filter.prefetch(&hash.for_sub_filter(index));
+            filter.prefetch_by::<P>(&P::for_sub_filter(hash, index));
         }
     }
 
@@ -344,6 +379,23 @@ impl Chain {
             filter.bits().visit_allocations(visit);
         }
     }
+}
+
+/// The largest total capacity of a chain: what BF.INFO can report as an integer. (Items never
+/// pass their sub-filter's capacity, so their total fits too.)
+const MAX_CAPACITY: u64 = i64::MAX as u64;
+
+/// Checks that the sub-filters' capacities add up to at most [`MAX_CAPACITY`].
+fn check_total_capacity(filters: &[SubFilter]) -> Result<(), FilterError> {
+    filters
+        .iter()
+        .try_fold(0u64, |total, filter| {
+            total
+                .checked_add(filter.shape().capacity)
+                .filter(|total| *total <= MAX_CAPACITY)
+        })
+        .map(|_| ())
+        .ok_or(FilterError::Corrupt("total capacity out of range"))
 }
 
 /// Checks that a stored sub-filter of shape `newer` may follow one of shape `older` holding

@@ -27,6 +27,9 @@ pub fn chunks(data: &[u8]) {
     let Ok(mut chain) = header.into_chain() else {
         return;
     };
+    // Whatever header made it (ours or RedisBloom's), the filter's own header reads back.
+    assert!(Header::parse(&crate::dump::header(&chain)).is_ok());
+    let _ = (chain.capacity(), chain.items());
     while let Some((iterator, tail)) = rest.split_first_chunk::<8>() {
         let Some((len, tail)) = tail.split_first_chunk::<2>() else {
             break;
@@ -47,7 +50,7 @@ pub fn chunks(data: &[u8]) {
 pub fn stored(data: &[u8]) {
     if let Ok(chain) = from_bytes(data) {
         assert_eq!(to_bytes(&chain), data, "the stored form is canonical");
-        let _ = chain.contains(b"probe");
+        let _ = (chain.capacity(), chain.items(), chain.contains(b"probe"));
     }
 }
 
@@ -65,7 +68,7 @@ pub fn redisbloom(data: &[u8]) {
     assert_eq!(from_bytes(&to_bytes(&chain)).as_ref(), Ok(&chain));
     let parsed = Header::parse(&header(&chain)).expect("a loaded chain's header parses");
     assert_eq!(parsed.planned_bytes(), chain.planned_size());
-    let _ = chain.contains(b"probe");
+    let _ = (chain.capacity(), chain.items(), chain.contains(b"probe"));
     if chain.planned_size() < LIMIT {
         let _ = chain.add(b"probe", LIMIT);
     }

@@ -54,7 +54,6 @@ impl Hashing {
                 ItemHash {
                     h1: a,
                     h2: murmur64a(item, a),
-                    hashing: self,
                 }
             }
             Hashing::Murmur32 => {
@@ -62,7 +61,6 @@ impl Hashing {
                 ItemHash {
                     h1: u64::from(a),
                     h2: u64::from(murmur2(item, a)),
-                    hashing: self,
                 }
             }
         }
@@ -74,7 +72,69 @@ impl Hashing {
 pub struct ItemHash {
     h1: u64,
     h2: u64,
-    hashing: Hashing,
+}
+
+/// How the sub-filters of a chain turn an item's hash into bit positions: one type per
+/// [`Hashing`], so that the hot paths are compiled once for each, with no branch per probe.
+pub trait Probing {
+    /// Whether a lookup also tries the 32-bit arithmetic of RedisBloom's first releases, on
+    /// sub-filters where it differs from 64-bit arithmetic (see `sub_filter`).
+    const LEGACY: bool = false;
+
+    /// Calls `visit` with each of the item's `count` positions in `[0, bits)` until it returns
+    /// false; false if it did.
+    fn each(hash: &ItemHash, count: u32, bits: u64, visit: impl FnMut(u64) -> bool) -> bool;
+
+    /// The hash that sub-filter `index` of a chain uses.
+    fn for_sub_filter(hash: &ItemHash, index: usize) -> ItemHash;
+}
+
+/// This module's probing, for [`Hashing::Xxh3`]: a pair per sub-filter, and the mixed sequence.
+pub struct Mixed;
+
+/// RedisBloom's probing, for [`Hashing::Murmur64`]: one pair, `(a + i*b) mod bits`.
+pub struct Plain;
+
+/// RedisBloom's probing for [`Hashing::Murmur32`]: as [`Plain`], and lookups also try 32-bit
+/// arithmetic.
+pub struct Plain32;
+
+impl Probing for Mixed {
+    #[inline(always)]
+    fn each(hash: &ItemHash, count: u32, bits: u64, visit: impl FnMut(u64) -> bool) -> bool {
+        hash.probes(count, bits).all(visit)
+    }
+
+    #[inline(always)]
+    fn for_sub_filter(hash: &ItemHash, index: usize) -> ItemHash {
+        hash.for_sub_filter(index)
+    }
+}
+
+impl Probing for Plain {
+    #[inline(always)]
+    fn each(hash: &ItemHash, count: u32, bits: u64, mut visit: impl FnMut(u64) -> bool) -> bool {
+        hash.plain(count).all(|value| visit(value % bits))
+    }
+
+    #[inline(always)]
+    fn for_sub_filter(hash: &ItemHash, _index: usize) -> ItemHash {
+        *hash
+    }
+}
+
+impl Probing for Plain32 {
+    const LEGACY: bool = true;
+
+    #[inline(always)]
+    fn each(hash: &ItemHash, count: u32, bits: u64, visit: impl FnMut(u64) -> bool) -> bool {
+        Plain::each(hash, count, bits, visit)
+    }
+
+    #[inline(always)]
+    fn for_sub_filter(hash: &ItemHash, _index: usize) -> ItemHash {
+        *hash
+    }
 }
 
 impl ItemHash {
@@ -84,14 +144,7 @@ impl ItemHash {
         ItemHash {
             h1: wide as u64,
             h2: (wide >> 64) as u64,
-            hashing: Hashing::Xxh3,
         }
-    }
-
-    /// How the item was hashed.
-    #[inline]
-    pub fn hashing(&self) -> Hashing {
-        self.hashing
     }
 
     /// RedisBloom's plain probe values `a + i*b` for i in `0..hash_count`, in wrapping 64-bit
@@ -120,17 +173,13 @@ impl ItemHash {
     /// towards their sum. Measured on chains of 1,000-item sub-filters grown to 100,000 items at
     /// p = 10% (EXPANSION 1 / 2 / 4): one shared pair 10.04% / 10.01% / 9.60%; independent
     /// hashes 9.88% / 9.71% / 9.41%; this derivation 9.92% / 9.74% / 9.37%.
-    ///
-    /// RedisBloom's hashings use one pair for every sub-filter, as RedisBloom does.
+    /// (RedisBloom's hashings use one pair for every sub-filter, as RedisBloom does: see
+    /// [`Probing`].)
     #[inline]
     pub fn for_sub_filter(&self, index: usize) -> ItemHash {
-        match self.hashing {
-            Hashing::Xxh3 => ItemHash {
-                h1: finalize(self.h1 ^ index as u64),
-                h2: finalize(self.h2 ^ index as u64),
-                hashing: Hashing::Xxh3,
-            },
-            Hashing::Murmur64 | Hashing::Murmur32 => *self,
+        ItemHash {
+            h1: finalize(self.h1 ^ index as u64),
+            h2: finalize(self.h2 ^ index as u64),
         }
     }
 
@@ -274,11 +323,7 @@ mod tests {
 
     #[test]
     fn probes_follow_enhanced_double_hashing() {
-        let hash = ItemHash {
-            h1: 5,
-            h2: 3,
-            hashing: Hashing::Xxh3,
-        };
+        let hash = ItemHash { h1: 5, h2: 3 };
         // The raw sequence: x0 = 5, x1 = 5+3, x2 = 8+3, x3 = 11+4, x4 = 15+6 (y grows by 0, 1, 2...).
         let mut raw = Vec::new();
         let (mut x, mut y) = (5u64, 3u64);
@@ -354,7 +399,8 @@ mod tests {
     fn redisbloom_hashings_give_one_pair_for_every_sub_filter() {
         for hashing in [Hashing::Murmur64, Hashing::Murmur32] {
             let hash = hashing.hash(b"item");
-            assert_eq!(hash.for_sub_filter(3), hash);
+            assert_eq!(Plain::for_sub_filter(&hash, 3), hash);
+            assert_eq!(Plain32::for_sub_filter(&hash, 3), hash);
             let plain: Vec<u64> = hash.plain(4).collect();
             assert_eq!(plain[0], hash.h1);
             assert_eq!(plain[3], hash.h1.wrapping_add(3u64.wrapping_mul(hash.h2)));
@@ -370,7 +416,6 @@ mod tests {
         let wide = ItemHash {
             h1: u64::from(u32::MAX),
             h2: 2,
-            hashing: Hashing::Murmur32,
         };
         assert_eq!(
             wide.plain32(2).collect::<Vec<_>>(),

@@ -142,9 +142,11 @@ pub fn check_link(options: RedisBloomOptions, link: &Link) -> Result<Shape, Filt
     }
     let bits = match link.n2 {
         0 => {
-            // Not rounded: the formula's bit count, rounded up at most to whole 64-bit words.
+            // Not rounded: the formula's bit count, rounded up at most to whole 64-bit words
+            // (and one bit short at most: RedisBloom 1.0 computed it from its stored bits per
+            // item, which may differ from ours in the last digit).
             let floor = (wanted as u64).max(1);
-            if link.bits < floor || link.bits > floor + 64 {
+            if link.bits < floor.saturating_sub(1).max(1) || link.bits > floor + 64 {
                 return Err(FilterError::Corrupt(
                     "bit count does not match the capacity",
                 ));
@@ -195,23 +197,26 @@ pub(crate) fn check_stored_link(
     bits: u64,
     items: u64,
 ) -> Result<Shape, FilterError> {
-    let n2 = if options.rounds() && bits.is_power_of_two() {
-        u64::from(bits.trailing_zeros())
-    } else {
-        0
+    let link = Link {
+        entries: capacity,
+        error,
+        hashes: hash_count,
+        bpe: None,
+        bits,
+        n2: 0,
+        items,
     };
-    let shape = check_link(
-        options,
-        &Link {
-            entries: capacity,
-            error,
-            hashes: hash_count,
-            bpe: None,
-            bits,
-            n2,
-            items,
-        },
-    )?;
+    // The stored form keeps the bit count, the modulus, not how RedisBloom sized it: in a chain
+    // that rounds, a power of two may have been either (a sub-filter of RedisBloom 1.0 can be one
+    // by chance). Both readings give the same probes; either passing is enough.
+    let shape = check_link(options, &link).or_else(|err| {
+        if options.rounds() && bits.is_power_of_two() {
+            let n2 = u64::from(bits.trailing_zeros());
+            check_link(options, &Link { n2, ..link })
+        } else {
+            Err(err)
+        }
+    })?;
     if shape.bits != bits {
         return Err(FilterError::Corrupt(
             "bit count does not match the sub-filter",
@@ -570,6 +575,68 @@ mod tests {
         assert_eq!(
             next_link(options(13), Growth::Fixed, &newest),
             Err(FilterError::Full)
+        );
+    }
+
+    /// RDB fields of a one-sub-filter chain, as ByteFields reads them.
+    fn rdb(encver: u32, flags: u64, links: &[(u64, f64, u64, u64, usize)]) -> Vec<u8> {
+        use crate::stored::{ByteSink, FieldSink};
+        let mut sink = ByteSink::default();
+        sink.unsigned(0);
+        sink.unsigned(links.len() as u64);
+        if encver >= 2 {
+            sink.unsigned(flags);
+        }
+        if encver >= 4 {
+            sink.unsigned(2);
+        }
+        for &(entries, error, bits, n2, bytes) in links {
+            sink.unsigned(entries);
+            sink.double(error);
+            sink.unsigned(u64::from(hash_count(error)));
+            sink.double(bits_per_item(error));
+            if encver >= 1 {
+                sink.unsigned(bits);
+                sink.unsigned(n2);
+            }
+            sink.buffer(&vec![0; bytes]);
+            sink.unsigned(0);
+        }
+        sink.bytes
+    }
+
+    #[test]
+    fn every_imported_filter_survives_its_own_save_and_load() {
+        use crate::dump::{header, Header};
+        use crate::stored::{from_bytes, to_bytes, ByteFields};
+        // A 1.0 sub-filter of 20 items at 90%: 4.39 bits wanted, 4 bits: a power of two by
+        // chance, in a chain that rounds.
+        let cases = [
+            (0, 0, rdb(0, 0, &[(20, 0.9, 0, 0, 1)])),
+            (1, 0, rdb(1, 0, &[(20, 0.9, 4, 0, 1)])),
+            (4, 4, rdb(4, 4, &[(20, 0.9, 4, 0, 1)])),
+            (1, 0, rdb(1, 0, &[(106, 0.01, 0, 10, 128)])),
+        ];
+        for (encver, _flags, bytes) in cases {
+            let chain = load_rdb(&mut ByteFields::new(&bytes), encver).unwrap();
+            assert_eq!(from_bytes(&to_bytes(&chain)).as_ref(), Ok(&chain));
+            let parsed = Header::parse(&header(&chain)).unwrap();
+            assert_eq!(parsed.planned_bytes(), chain.planned_size());
+        }
+    }
+
+    #[test]
+    fn capacities_that_add_up_past_what_info_reports_are_refused() {
+        use crate::stored::ByteFields;
+        let huge = 1u64 << 62;
+        let error = 0.999_999_999_999_999_9;
+        let bits = ((huge as f64 * bits_per_item(error)) as u64).next_multiple_of(64);
+        let one = rdb(4, 5, &[(huge, error, bits, 0, (bits / 8) as usize)]);
+        assert!(load_rdb(&mut ByteFields::new(&one), 4).is_ok());
+        let two = rdb(4, 5, &[(huge, error, bits, 0, (bits / 8) as usize); 2]);
+        assert_eq!(
+            load_rdb(&mut ByteFields::new(&two), 4),
+            Err(LoadError::Corrupt("total capacity out of range".into()))
         );
     }
 

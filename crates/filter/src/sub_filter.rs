@@ -1,18 +1,18 @@
 //! One fixed-size Bloom filter: a shape, a bit array, and the number of items it took.
 
 use crate::bits::BitStore;
-use crate::hash::{Hashing, ItemHash};
+use crate::hash::{ItemHash, Mixed, Probing};
 use crate::sizing::Shape;
 use crate::FilterError;
 
 /// A Bloom filter of fixed size; a [`crate::Chain`] is a list of them.
 ///
-/// How it finds an item's bits depends on how the item was hashed (`ItemHash::hashing`): this
-/// module's probe sequence for xxh3-128, RedisBloom's `(a + i*b) mod bits` for its hashings (a
-/// power-of-two `bits` makes that RedisBloom's masking of its older releases). For RedisBloom's
-/// 32-bit hashing, whose first releases computed `a + i*b` in 32 bits where every later one uses
-/// 64, an item is present if its bits are set under either (new items use 64 bits, as RedisBloom
-/// does today): no false negatives, whichever release set the bits.
+/// How it finds an item's bits is its chain's [`Probing`]: this module's probe sequence for
+/// xxh3-128, RedisBloom's `(a + i*b) mod bits` for its hashings (a power-of-two `bits` makes that
+/// the masking of RedisBloom's older releases). For RedisBloom's 32-bit hashing, whose first
+/// releases computed `a + i*b` in 32 bits where every later one uses 64, an item is present if its
+/// bits are set under either where the two differ (new items use 64 bits, as RedisBloom does
+/// today): no false negatives, whichever release set the bits.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubFilter {
     shape: Shape,
@@ -95,84 +95,85 @@ impl SubFilter {
         &self.bits
     }
 
-    /// Calls `visit` with the item's probe positions until it returns false; false if it did.
-    /// One match per call, not per probe: each arm is a loop of its own.
-    #[inline]
-    fn each_position(&self, hash: &ItemHash, mut visit: impl FnMut(u64) -> bool) -> bool {
-        let (count, bits) = (self.shape.hash_count, self.shape.bits);
-        match hash.hashing() {
-            Hashing::Xxh3 => hash.probes(count, bits).all(visit),
-            Hashing::Murmur64 | Hashing::Murmur32 => {
-                hash.plain(count).all(|value| visit(value % bits))
-            }
-        }
-    }
-
-    /// True if every probe bit of the item is set.
+    /// True if every probe bit of the item is set (this module's probing).
     #[inline]
     pub fn contains(&self, hash: &ItemHash) -> bool {
-        self.each_position(hash, |position| self.bits.get(position))
-            || (hash.hashing() == Hashing::Murmur32
-                && hash
-                    .plain32(self.shape.hash_count)
-                    .all(|value| self.bits.get(value % self.shape.bits)))
+        self.contains_by::<Mixed>(hash)
     }
 
-    /// Starts loading the cache lines the item's probes will touch.
+    /// True if every probe bit of the item is set, by probing `P`.
+    #[inline(always)]
+    pub fn contains_by<P: Probing>(&self, hash: &ItemHash) -> bool {
+        let (count, bits) = (self.shape.hash_count, self.shape.bits);
+        P::each(hash, count, bits, |position| self.bits.get(position))
+            || (P::LEGACY
+                && arithmetic_differs(bits)
+                && hash.plain32(count).all(|value| self.bits.get(value % bits)))
+    }
+
+    /// Starts loading the cache lines the item's probes will touch (this module's probing).
     #[inline]
     pub fn prefetch(&self, hash: &ItemHash) {
-        self.each_position(hash, |position| {
+        self.prefetch_by::<Mixed>(hash);
+    }
+
+    /// Starts loading the cache lines the item's probes will touch, by probing `P`.
+    #[inline(always)]
+    pub fn prefetch_by<P: Probing>(&self, hash: &ItemHash) {
+        P::each(hash, self.shape.hash_count, self.shape.bits, |position| {
             self.bits.prefetch(position);
             true
         });
     }
 
     /// Sets the item's probe bits and counts it if one of them was unset (it was new); true if
-    /// it was. The caller has checked that there is room.
+    /// it was. The caller has checked that there is room. (This module's probing.)
     #[inline]
     pub fn insert_if_new(&mut self, hash: &ItemHash) -> bool {
-        if hash.hashing() == Hashing::Murmur32 && self.contains(hash) {
-            // Present, maybe under the 32-bit arithmetic only: not new, as for RedisBloom.
+        self.insert_if_new_by::<Mixed>(hash)
+    }
+
+    /// [`SubFilter::insert_if_new`] by probing `P`. An item found under RedisBloom's old 32-bit
+    /// arithmetic is not new.
+    #[inline(always)]
+    pub fn insert_if_new_by<P: Probing>(&mut self, hash: &ItemHash) -> bool {
+        if P::LEGACY && self.contains_by::<P>(hash) {
             return false;
         }
-        let (count, bits) = (self.shape.hash_count, self.shape.bits);
         let store = &mut self.bits;
         let mut new = false;
-        match hash.hashing() {
-            Hashing::Xxh3 => {
-                for position in hash.probes(count, bits) {
-                    new |= store.set_if_unset(position);
-                }
-            }
-            Hashing::Murmur64 | Hashing::Murmur32 => {
-                for value in hash.plain(count) {
-                    new |= store.set_if_unset(value % bits);
-                }
-            }
-        }
+        P::each(hash, self.shape.hash_count, self.shape.bits, |position| {
+            new |= store.set_if_unset(position);
+            true
+        });
         self.items += u64::from(new);
         new
     }
 
-    /// Sets the item's probe bits and counts it; the caller has checked that it is new.
+    /// Sets the item's probe bits and counts it; the caller has checked that it is new. (This
+    /// module's probing.)
     #[inline]
     pub fn insert(&mut self, hash: &ItemHash) {
-        let (count, bits) = (self.shape.hash_count, self.shape.bits);
+        self.insert_by::<Mixed>(hash);
+    }
+
+    /// [`SubFilter::insert`] by probing `P`.
+    #[inline(always)]
+    pub fn insert_by<P: Probing>(&mut self, hash: &ItemHash) {
         let store = &mut self.bits;
-        match hash.hashing() {
-            Hashing::Xxh3 => {
-                for position in hash.probes(count, bits) {
-                    store.set(position);
-                }
-            }
-            Hashing::Murmur64 | Hashing::Murmur32 => {
-                for value in hash.plain(count) {
-                    store.set(value % bits);
-                }
-            }
-        }
+        P::each(hash, self.shape.hash_count, self.shape.bits, |position| {
+            store.set(position);
+            true
+        });
         self.items += 1;
     }
+}
+
+/// True if RedisBloom's 32-bit and 64-bit probe arithmetic can give different positions in a
+/// sub-filter of `bits` bits: unless it is a power of two no larger than 2^32, where both reduce
+/// to the same low bits.
+fn arithmetic_differs(bits: u64) -> bool {
+    !bits.is_power_of_two() || bits > 1 << 32
 }
 
 /// Bits of the array that holds a sub-filter of `bits` bits: whole 64-bit words. (Equal for
