@@ -28,6 +28,7 @@
 
 use crate::bits::MAX_PIECE_BYTES;
 use crate::chain::{check_successor, Format};
+use crate::reader::Reader;
 use crate::redisbloom::{check_stored_link, DumpHeader, RedisBloomOptions};
 use crate::sub_filter::check_stored;
 use crate::{Chain, FilterError, Growth, Shape, SubFilter};
@@ -96,28 +97,6 @@ impl From<DumpHeader> for Header {
     }
 }
 
-/// Reads little-endian numbers off the front of a byte slice.
-struct Reader<'a>(&'a [u8]);
-
-impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], FilterError> {
-        let (head, rest) = self
-            .0
-            .split_first_chunk::<N>()
-            .ok_or(FilterError::Corrupt("header ends early"))?;
-        self.0 = rest;
-        Ok(*head)
-    }
-
-    fn u32(&mut self) -> Result<u32, FilterError> {
-        Ok(u32::from_le_bytes(self.take()?))
-    }
-
-    fn u64(&mut self) -> Result<u64, FilterError> {
-        Ok(u64::from_le_bytes(self.take()?))
-    }
-}
-
 impl Header {
     /// Parses and checks a header chunk: this module's (by its magic) or RedisBloom's. Allocates
     /// nothing beyond one entry per 36 bytes of input.
@@ -125,7 +104,7 @@ impl Header {
         if !bytes.starts_with(&MAGIC) {
             return DumpHeader::parse(bytes).map(Header::from);
         }
-        let mut reader = Reader(bytes);
+        let mut reader = Reader::new(bytes);
         reader.take::<8>()?;
         if reader.u32()? != FORMAT_VERSION {
             return Err(FilterError::Corrupt("unknown dump format version"));
@@ -154,7 +133,7 @@ impl Header {
             }
             _ => return Err(FilterError::Corrupt("unknown hash family")),
         };
-        if reader.0.len() != count.saturating_mul(ENTRY_LEN) {
+        if reader.remaining() != count.saturating_mul(ENTRY_LEN) {
             return Err(FilterError::Corrupt(
                 "header length does not match its sub-filter count",
             ));
@@ -162,7 +141,7 @@ impl Header {
         let mut filters: Vec<(Shape, u64)> = Vec::with_capacity(count);
         for _ in 0..count {
             let capacity = reader.u64()?;
-            let error = f64::from_bits(reader.u64()?);
+            let error = reader.f64()?;
             let hash_count = reader.u32()?;
             let bits = reader.u64()?;
             let items = reader.u64()?;

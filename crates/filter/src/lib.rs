@@ -11,6 +11,7 @@ pub mod chain;
 pub mod dump;
 pub mod fuzzing;
 pub mod hash;
+mod reader;
 pub mod redisbloom;
 pub mod sizing;
 pub mod stored;

@@ -29,6 +29,7 @@
 use crate::bits::BitStore;
 use crate::chain::{Chain, Growth};
 use crate::hash::Hashing;
+use crate::reader::Reader;
 use crate::sizing::{bits_per_item, check_error_rate, hash_count, Shape};
 use crate::stored::{FieldSource, LoadError};
 use crate::sub_filter::{storage_bits, SubFilter};
@@ -362,36 +363,6 @@ pub struct DumpHeader {
     pub(crate) links: Vec<(Shape, u64)>,
 }
 
-/// Reads little-endian numbers off the front of a byte slice.
-struct Reader<'a>(&'a [u8]);
-
-impl Reader<'_> {
-    fn take<const N: usize>(&mut self) -> Result<[u8; N], FilterError> {
-        let (head, rest) = self
-            .0
-            .split_first_chunk::<N>()
-            .ok_or(FilterError::Corrupt("header ends early"))?;
-        self.0 = rest;
-        Ok(*head)
-    }
-
-    fn u8(&mut self) -> Result<u8, FilterError> {
-        Ok(self.take::<1>()?[0])
-    }
-
-    fn u32(&mut self) -> Result<u32, FilterError> {
-        Ok(u32::from_le_bytes(self.take()?))
-    }
-
-    fn u64(&mut self) -> Result<u64, FilterError> {
-        Ok(u64::from_le_bytes(self.take()?))
-    }
-
-    fn f64(&mut self) -> Result<f64, FilterError> {
-        Ok(f64::from_bits(self.u64()?))
-    }
-}
-
 impl DumpHeader {
     /// Parses and checks the header chunk of a RedisBloom SCANDUMP, in any of its three layouts
     /// (told apart by length). Allocates nothing beyond one entry per 49 bytes of input.
@@ -423,7 +394,7 @@ impl DumpHeader {
         if count == 0 {
             return Err(FilterError::Corrupt("no sub-filters"));
         }
-        let mut reader = Reader(bytes);
+        let mut reader = Reader::new(bytes);
         let size = reader.u64()?;
         reader.u32()?;
         let options = RedisBloomOptions::new(u64::from(reader.u32()?))?;

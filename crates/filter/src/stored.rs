@@ -119,82 +119,107 @@ pub fn load(source: &mut impl FieldSource) -> Result<Chain, LoadError> {
 
 /// Reads an imported chain (family 1): RedisBloom's hashing and sizing, in this module's layout.
 fn load_imported(source: &mut impl FieldSource) -> Result<Chain, LoadError> {
-    let mut unsigned = || source.unsigned().ok_or(LoadError::Truncated);
-    let options = RedisBloomOptions::new(unsigned()?)?;
-    let growth = match unsigned()? {
-        0 => Growth::Fixed,
-        expansion => Growth::scaling(expansion)
-            .map_err(|_| LoadError::Corrupt(format!("bad expansion {expansion}")))?,
-    };
+    let options = RedisBloomOptions::new(source.unsigned().ok_or(LoadError::Truncated)?)?;
+    let growth = read_growth(source)?;
     if options.fixed() != (growth == Growth::Fixed) {
         return Err(LoadError::Corrupt(
             "expansion does not match RedisBloom's options".into(),
         ));
     }
-    let count = unsigned()?;
+    let filters = read_sub_filters(source, |link, _| {
+        let shape = check_stored_link(
+            options,
+            link.capacity,
+            link.error,
+            link.hash_count,
+            link.bits,
+            link.items,
+        )?;
+        // RedisBloom's bit counts need not be whole words; the array is kept in whole words.
+        Ok((shape, storage_bits(shape.bits)))
+    })?;
+    let filters = filters
+        .into_iter()
+        .map(|(shape, items, store)| SubFilter::imported(shape, items, store))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Chain::imported(options, growth, filters)?)
+}
+
+/// Reads a chain of this module's own (family 0).
+fn load_native(source: &mut impl FieldSource) -> Result<Chain, LoadError> {
+    let growth = read_growth(source)?;
+    let filters = read_sub_filters(source, |link, older| {
+        let shape = Shape {
+            capacity: link.capacity,
+            error: link.error,
+            hash_count: u32::try_from(link.hash_count)
+                .map_err(|_| LoadError::Corrupt("hash count out of range".into()))?,
+            bits: link.bits,
+        };
+        check_stored(&shape, link.items)?;
+        if let Some((older_shape, older_items)) = older {
+            check_successor(growth, older_shape, older_items, &shape)?;
+        }
+        Ok((shape, shape.bits))
+    })?;
+    let filters = filters
+        .into_iter()
+        .map(|(shape, items, store)| SubFilter::from_parts(shape, items, store))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Chain::from_parts(growth, filters)?)
+}
+
+/// The expansion field: 0 for NONSCALING.
+fn read_growth(source: &mut impl FieldSource) -> Result<Growth, LoadError> {
+    match source.unsigned().ok_or(LoadError::Truncated)? {
+        0 => Ok(Growth::Fixed),
+        expansion => Growth::scaling(expansion)
+            .map_err(|_| LoadError::Corrupt(format!("bad expansion {expansion}"))),
+    }
+}
+
+/// A sub-filter's fields as stored, before they are checked.
+struct StoredLink {
+    capacity: u64,
+    error: f64,
+    hash_count: u64,
+    bits: u64,
+    items: u64,
+}
+
+/// Reads the sub-filter count, then each sub-filter: its fields, which `check` turns into its
+/// shape and the length in bits of its stored array (given the shape and items of the sub-filter
+/// before it, if any), then the pieces of that array. Nothing is allocated for a sub-filter before
+/// its fields passed `check`, and each piece only after it was read.
+fn read_sub_filters<S: FieldSource>(
+    source: &mut S,
+    mut check: impl FnMut(&StoredLink, Option<(&Shape, u64)>) -> Result<(Shape, u64), LoadError>,
+) -> Result<Vec<(Shape, u64, BitStore)>, LoadError> {
+    let count = source.unsigned().ok_or(LoadError::Truncated)?;
     if count == 0 {
         return Err(LoadError::Corrupt("no sub-filters".into()));
     }
-    let mut filters: Vec<SubFilter> = Vec::new();
+    // Grown as sub-filters arrive: the count alone justifies no allocation.
+    let mut filters: Vec<(Shape, u64, BitStore)> = Vec::new();
     for _ in 0..count {
-        let capacity = source.unsigned().ok_or(LoadError::Truncated)?;
-        let error = source.double().ok_or(LoadError::Truncated)?;
-        let hash_count = source.unsigned().ok_or(LoadError::Truncated)?;
-        let bits = source.unsigned().ok_or(LoadError::Truncated)?;
-        let items = source.unsigned().ok_or(LoadError::Truncated)?;
-        let shape = check_stored_link(options, capacity, error, hash_count, bits, items)?;
-        let storage = storage_bits(shape.bits);
+        let link = StoredLink {
+            capacity: source.unsigned().ok_or(LoadError::Truncated)?,
+            error: source.double().ok_or(LoadError::Truncated)?,
+            hash_count: source.unsigned().ok_or(LoadError::Truncated)?,
+            bits: source.unsigned().ok_or(LoadError::Truncated)?,
+            items: source.unsigned().ok_or(LoadError::Truncated)?,
+        };
+        let older = filters.last().map(|(shape, items, _)| (shape, *items));
+        let (shape, storage) = check(&link, older)?;
         let mut pieces = Vec::new();
         for len in piece_lengths(storage) {
             pieces.push(source.buffer(len)?);
         }
         let store = BitStore::from_pieces(storage, pieces)
             .ok_or_else(|| LoadError::Corrupt("bad bit-array pieces".into()))?;
-        filters.push(SubFilter::imported(shape, items, store)?);
+        filters.push((shape, link.items, store));
     }
-    Ok(Chain::imported(options, growth, filters)?)
-}
-
-/// Reads a chain of this module's own (family 0).
-fn load_native(source: &mut impl FieldSource) -> Result<Chain, LoadError> {
-    let mut unsigned = || source.unsigned().ok_or(LoadError::Truncated);
-    let growth = match unsigned()? {
-        0 => Growth::Fixed,
-        expansion => Growth::scaling(expansion)
-            .map_err(|_| LoadError::Corrupt(format!("bad expansion {expansion}")))?,
-    };
-    let count = unsigned()?;
-    if count == 0 {
-        return Err(LoadError::Corrupt("no sub-filters".into()));
-    }
-    // Grown as sub-filters arrive: the count alone justifies no allocation.
-    let mut filters: Vec<SubFilter> = Vec::new();
-    for _ in 0..count {
-        let capacity = source.unsigned().ok_or(LoadError::Truncated)?;
-        let error = source.double().ok_or(LoadError::Truncated)?;
-        let hash_count = source.unsigned().ok_or(LoadError::Truncated)?;
-        let bits = source.unsigned().ok_or(LoadError::Truncated)?;
-        let items = source.unsigned().ok_or(LoadError::Truncated)?;
-        let shape = Shape {
-            capacity,
-            error,
-            hash_count: u32::try_from(hash_count)
-                .map_err(|_| LoadError::Corrupt("hash count out of range".into()))?,
-            bits,
-        };
-        check_stored(&shape, items)?;
-        if let Some(older) = filters.last() {
-            check_successor(growth, older.shape(), older.items(), &shape)?;
-        }
-        let mut pieces = Vec::new();
-        for len in piece_lengths(bits) {
-            pieces.push(source.buffer(len)?);
-        }
-        let store = BitStore::from_pieces(bits, pieces)
-            .ok_or_else(|| LoadError::Corrupt("bad bit-array pieces".into()))?;
-        filters.push(SubFilter::from_parts(shape, items, store)?);
-    }
-    Ok(Chain::from_parts(growth, filters)?)
+    Ok(filters)
 }
 
 /// Fields as plain bytes, for tests and fuzzing: a tag byte (1 unsigned, 2 double, 3 string),
