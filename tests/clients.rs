@@ -17,18 +17,17 @@ fn python() -> std::path::PathBuf {
     python
 }
 
-#[test]
-fn redis_py_drives_the_dialect_in_resp2_and_resp3() {
-    let python = python();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/redis_py_bf.py");
+/// Runs a client script against a fresh server, once in RESP2 and once in RESP3 (`program script
+/// port protocol`); each run must succeed and print `RESP<n>: ok`.
+fn run_in_both_protocols(program: &Path, script: &Path, what: &str) {
     let server = Server::start();
     for protocol in ["2", "3"] {
-        let output = Command::new(&python)
-            .arg(&script)
+        let output = Command::new(program)
+            .arg(script)
             .arg(server.port.to_string())
             .arg(protocol)
             .output()
-            .expect("run the redis-py script");
+            .expect(what);
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(
@@ -37,6 +36,13 @@ fn redis_py_drives_the_dialect_in_resp2_and_resp3() {
         );
         assert!(stdout.contains(&format!("RESP{protocol}: ok")), "{stdout}");
     }
+}
+
+#[test]
+fn redis_py_drives_the_dialect_in_resp2_and_resp3() {
+    let python = python();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/redis_py_bf.py");
+    run_in_both_protocols(&python, &script, "run the redis-py script");
 }
 
 /// The directory `make test` installs node-redis into, exactly as tests/clients/package-lock.json
@@ -62,22 +68,11 @@ fn node_redis_drives_the_dialect_in_resp2_and_resp3() {
         &script,
     )
     .expect("copy the node-redis script");
-    let server = Server::start();
-    for protocol in ["2", "3"] {
-        let output = Command::new("node")
-            .arg(&script)
-            .arg(server.port.to_string())
-            .arg(protocol)
-            .output()
-            .expect("run node (make test installs Node.js when it can)");
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            output.status.success(),
-            "RESP{protocol}:\n{stdout}\n{stderr}"
-        );
-        assert!(stdout.contains(&format!("RESP{protocol}: ok")), "{stdout}");
-    }
+    run_in_both_protocols(
+        Path::new("node"),
+        &script,
+        "run node (make test installs Node.js when it can)",
+    );
 }
 
 /// The redis crate (redis-rs) with its `bloom` feature: the typed `bf_*` commands, in RESP2 and

@@ -408,18 +408,6 @@ fn copy_makes_an_independent_filter() {
     assert_eq!(conn.call(&["BF.EXISTS", "duplicate", "b"]), Frame::Int(1));
 }
 
-/// `used_memory` from INFO, asked on the test's own connection so that no other client's
-/// buffers come and go between two readings.
-fn used_memory(conn: &mut common::Conn) -> i64 {
-    let info = conn.call(&["INFO", "memory"]).text();
-    info.lines()
-        .find_map(|line| line.strip_prefix("used_memory:"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 #[test]
 fn memory_usage_is_within_one_percent_of_what_the_allocator_charged() {
     let server = Server::start();
@@ -432,14 +420,14 @@ fn memory_usage_is_within_one_percent_of_what_the_allocator_charged() {
     );
     assert_eq!(conn.call(&["BF.ADD", "warm-up", "x"]), Frame::Int(1));
     conn.call(&["MEMORY", "USAGE", "warm-up"]);
-    used_memory(&mut conn);
+    common::used_memory(&mut conn);
     // One big filter: 1,000,000 items at 0.1% (1.9 MB of bits).
-    let before = used_memory(&mut conn);
+    let before = common::used_memory(&mut conn);
     assert_eq!(
         conn.call(&["BF.RESERVE", "big", "0.001", "1000000"]),
         Frame::ok()
     );
-    let charged = used_memory(&mut conn) - before;
+    let charged = common::used_memory(&mut conn) - before;
     let reported = conn.call(&["MEMORY", "USAGE", "big"]).int();
     let gap = (reported - charged).abs() as f64 / charged as f64;
     assert!(gap < 0.01, "reported {reported}, charged {charged}");
@@ -454,14 +442,14 @@ fn memory_usage_is_within_one_percent_of_what_the_allocator_charged() {
     for i in 0..1000 {
         conn.call(&["DEL", &format!("placeholder:{i}")]);
     }
-    let before = used_memory(&mut conn);
+    let before = common::used_memory(&mut conn);
     for i in 0..1000 {
         assert_eq!(
             conn.call(&["BF.ADD", &format!("small:{i:04}"), "x"]),
             Frame::Int(1)
         );
     }
-    let charged = used_memory(&mut conn) - before;
+    let charged = common::used_memory(&mut conn) - before;
     let reported: i64 = (0..1000)
         .map(|i| {
             conn.call(&["MEMORY", "USAGE", &format!("small:{i:04}")])

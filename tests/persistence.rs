@@ -3,26 +3,8 @@
 
 mod common;
 
-use common::{Conn, Frame, Options, Server};
+use common::{scandump, Conn, Frame, Options, Server};
 use std::time::{Duration, Instant};
-
-/// Every chunk SCANDUMP gives for `key`, as (iterator, data), the header first.
-fn scandump(conn: &mut Conn, key: &str) -> Vec<(i64, Vec<u8>)> {
-    let mut chunks = Vec::new();
-    let mut iterator = 0;
-    loop {
-        let reply = conn
-            .call(&["BF.SCANDUMP", key, &iterator.to_string()])
-            .items();
-        iterator = reply[0].int();
-        let data = reply[1].bytes();
-        if iterator == 0 {
-            assert!(data.is_empty(), "the last reply is [0, \"\"]");
-            return chunks;
-        }
-        chunks.push((iterator, data));
-    }
-}
 
 /// Replays chunks into `key` with BF.LOADCHUNK.
 fn loadchunks(conn: &mut Conn, key: &str, chunks: &[(i64, Vec<u8>)]) {

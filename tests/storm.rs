@@ -7,7 +7,7 @@
 mod common;
 
 use common::payload::Envelope;
-use common::{Conn, Frame, Options, Server};
+use common::{used_memory, Conn, Frame, Options, Server};
 
 /// xorshift64*: a small, seeded generator (the storm is the same on every run).
 struct Rng(u64);
@@ -147,21 +147,10 @@ fn samples(conn: &mut Conn) -> Samples {
         for i in 0..40 {
             conn.call(&["BF.ADD", key, &format!("s{i}")]);
         }
-        let mut iterator = 0;
-        loop {
-            let reply = conn
-                .call(&["BF.SCANDUMP", key, &iterator.to_string()])
-                .items();
-            iterator = reply[0].int();
-            if iterator == 0 {
-                break;
-            }
-            if iterator == 1 {
-                headers.push(reply[1].bytes());
-            } else {
-                chunks.push((iterator as u64, reply[1].bytes()));
-            }
-        }
+        let mut dump = common::scandump(conn, key).into_iter();
+        let (_, header) = dump.next().expect("a header chunk");
+        headers.push(header);
+        chunks.extend(dump.map(|(iterator, data)| (iterator as u64, data)));
         dumps.push(conn.call(&["DUMP", key]).bytes());
     }
     let envelope = Envelope::from_dump(&dumps[0]);
@@ -287,16 +276,6 @@ fn command(rng: &mut Rng, samples: &Samples) -> Vec<Vec<u8>> {
             args
         }
     }
-}
-
-fn used_memory(conn: &mut Conn) -> i64 {
-    let info = conn.call(&["INFO", "memory"]).text();
-    info.lines()
-        .find_map(|line| line.strip_prefix("used_memory:"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
 }
 
 #[test]

@@ -433,3 +433,33 @@ pub fn fill(conn: &mut Conn, key: &str, count: i64) {
 pub fn args(parts: &[&[u8]]) -> Vec<Vec<u8>> {
     parts.iter().map(|p| p.to_vec()).collect()
 }
+
+/// Every chunk SCANDUMP gives for `key`, as (iterator, data), the header first.
+pub fn scandump(conn: &mut Conn, key: &str) -> Vec<(i64, Vec<u8>)> {
+    let mut chunks = Vec::new();
+    let mut iterator = 0;
+    loop {
+        let reply = conn
+            .call(&["BF.SCANDUMP", key, &iterator.to_string()])
+            .items();
+        iterator = reply[0].int();
+        let data = reply[1].bytes();
+        if iterator == 0 {
+            assert!(data.is_empty(), "the last reply is [0, \"\"]");
+            return chunks;
+        }
+        chunks.push((iterator, data));
+    }
+}
+
+/// `used_memory` from INFO, asked on the test's own connection so that no other client's
+/// buffers come and go between two readings.
+pub fn used_memory(conn: &mut Conn) -> i64 {
+    let info = conn.call(&["INFO", "memory"]).text();
+    info.lines()
+        .find_map(|line| line.strip_prefix("used_memory:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
