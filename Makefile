@@ -14,6 +14,7 @@ VENV := target/venv
 PY_CLIENTS := redis==8.1.0
 # node-redis, pinned with its whole tree in tests/clients/package-lock.json.
 NODE_DIR := target/node
+VALKEY_DIR := target/valkey
 
 .PHONY: all deps build dist run test lint unit integration clients bench fuzz clean
 
@@ -87,7 +88,13 @@ $(NODE_DIR)/.installed: tests/clients/package.json tests/clients/package-lock.js
 	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-clients: $(VENV)/.installed $(NODE_DIR)/.installed
+# Valkey 8.0 (Redis 7.2's module API and 7.4's module ACL categories) under target/valkey, for
+# tests/newer_servers.rs; unpacked from Debian's bookworm-backports, not installed.
+$(VALKEY_DIR)/.installed: scripts/fetch-valkey.sh
+	scripts/fetch-valkey.sh
+	touch $@
+
+clients: $(VENV)/.installed $(NODE_DIR)/.installed $(VALKEY_DIR)/.installed
 
 integration: build clients
 	cargo test --workspace --tests

@@ -367,87 +367,66 @@ fn version(server: &Server) -> (u32, u32) {
     (parts.next().unwrap(), parts.next().unwrap())
 }
 
-fn category(admin: &mut Conn, name: &str) -> Vec<String> {
-    let mut commands: Vec<String> = admin
-        .call(&["ACL", "CAT", name])
-        .items()
-        .iter()
-        .map(|command| command.text().to_lowercase())
-        .collect();
-    commands.sort();
-    commands
+/// The ACL categories `COMMAND INFO` gives for a command. (`ACL CAT <category>` never lists
+/// module commands, on any server version.)
+fn categories_of(admin: &mut Conn, name: &str) -> Vec<String> {
+    let info = admin.call(&["COMMAND", "INFO", name]).items()[0].items();
+    info[6].items().iter().map(Frame::text).collect()
 }
 
+const COMMANDS: [&str; 11] = [
+    "BF.ADD",
+    "BF.CARD",
+    "BF.DEBUG",
+    "BF.EXISTS",
+    "BF.INFO",
+    "BF.INSERT",
+    "BF.LOADCHUNK",
+    "BF.MADD",
+    "BF.MEXISTS",
+    "BF.RESERVE",
+    "BF.SCANDUMP",
+];
+
+/// On Redis 7.0 (the server `make test` runs) a module can give its commands no ACL category:
+/// the module loads all the same and says so in its log. Servers that can are tested in
+/// tests/newer_servers.rs; pointed at one (`REDIS_SERVER=...`), this test checks that every
+/// command has categories.
 #[test]
 fn the_commands_are_in_a_bloom_category_where_the_server_allows_it() {
     let server = Server::start();
     let mut admin = server.conn();
+    if version(&server) >= (7, 2) {
+        for name in COMMANDS {
+            assert!(!categories_of(&mut admin, name).is_empty(), "{name}");
+        }
+        return;
+    }
+    for name in COMMANDS {
+        assert_eq!(
+            categories_of(&mut admin, name),
+            Vec::<String>::new(),
+            "{name}"
+        );
+    }
     let categories: Vec<String> = admin
         .call(&["ACL", "CAT"])
         .items()
         .iter()
         .map(Frame::text)
         .collect();
-    let all = [
-        "bf.add",
-        "bf.card",
-        "bf.debug",
-        "bf.exists",
-        "bf.info",
-        "bf.insert",
-        "bf.loadchunk",
-        "bf.madd",
-        "bf.mexists",
-        "bf.reserve",
-        "bf.scandump",
-    ];
-    let bf_in = |admin: &mut Conn, name: &str| -> Vec<String> {
-        category(admin, name)
-            .into_iter()
-            .filter(|command| command.starts_with("bf."))
-            .collect()
-    };
-    if version(&server) >= (7, 2) {
-        // RedisModule_SetCommandACLCategories exists from 7.2 on: @read or @write and @fast or
-        // @slow, from the command flags, as for the server's own commands.
-        let read = [
-            "bf.card",
-            "bf.debug",
-            "bf.exists",
-            "bf.info",
-            "bf.mexists",
-            "bf.scandump",
-        ];
-        assert_eq!(bf_in(&mut admin, "read"), read);
-        let write = [
-            "bf.add",
-            "bf.insert",
-            "bf.loadchunk",
-            "bf.madd",
-            "bf.reserve",
-        ];
-        assert_eq!(bf_in(&mut admin, "write"), write);
-    } else {
-        // Redis 7.0: module commands are in no category at all.
-        for name in ["read", "write", "fast", "slow"] {
-            assert_eq!(bf_in(&mut admin, name), Vec::<String>::new(), "@{name}");
-        }
-    }
-    if version(&server) >= (7, 4) {
-        // RedisModule_AddACLCategory exists from 7.4 on.
-        assert!(categories.contains(&"bloom".to_string()), "{categories:?}");
-        assert_eq!(category(&mut admin, "bloom"), all);
-    } else {
-        // The module loads all the same, says so in its log, and the category does not exist.
-        assert!(!categories.contains(&"bloom".to_string()), "{categories:?}");
-        assert_eq!(
-            admin.call(&["ACL", "SETUSER", "someone", "+@bloom"]),
-            Frame::error(
-                "ERR Error in ACL SETUSER modifier '+@bloom': Unknown command or category name in ACL"
-            )
-        );
-        assert!(server
-            .log()
-            .contains("this server cannot add module ACL categories"));
-    }
+    assert!(!categories.contains(&"bloom".to_string()), "{categories:?}");
+    assert_eq!(
+        admin.call(&["ACL", "SETUSER", "someone", "+@bloom"]),
+        Frame::error(
+            "ERR Error in ACL SETUSER modifier '+@bloom': Unknown command or category name in ACL"
+        )
+    );
+    assert!(server
+        .log()
+        .contains("this server cannot add module ACL categories"));
+    // The commands still run for users given them by name or by +@all.
+    let mut named = user(&server, "named", &["~*", "+bf.add", "+bf.exists"]);
+    assert_eq!(named.call(&["BF.ADD", "f", "a"]), Frame::Int(1));
+    assert_eq!(named.call(&["BF.EXISTS", "f", "a"]), Frame::Int(1));
 }

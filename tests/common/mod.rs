@@ -75,6 +75,8 @@ pub struct Options {
     pub module: Option<PathBuf>,
     /// A configuration file, given to the server before every other setting.
     pub config_file: Option<PathBuf>,
+    /// Run this server binary instead of `redis-server` (or `$REDIS_SERVER`).
+    pub server: Option<PathBuf>,
 }
 
 impl Options {
@@ -158,16 +160,21 @@ impl Server {
                 free_port()
             };
             let log = self.dir.join("redis.log");
+            let binary = self
+                .options
+                .server
+                .clone()
+                .unwrap_or_else(|| redis_server().into());
             let mut command = match self.options.address_space_kib {
                 Some(kib) => {
                     let mut shell = Command::new("sh");
                     shell
                         .arg("-c")
                         .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
-                        .arg(redis_server());
+                        .arg(&binary);
                     shell
                 }
-                None => Command::new(redis_server()),
+                None => Command::new(&binary),
             };
             command.current_dir(&self.dir);
             if let Some(file) = &self.options.config_file {

@@ -1,0 +1,177 @@
+//! What only servers newer than Redis 7.0 do with the module, tested on Valkey 8.0 (Debian's
+//! bookworm-backports build, which `make test` unpacks under `target/valkey`): it has Redis 7.2's
+//! module API (`RedisModule_SetCommandACLCategories`) and Redis 7.4's
+//! `RedisModule_AddACLCategory`, so the BF commands get their `@read`/`@write`, `@fast`/`@slow`
+//! and `@bloom` categories there, and ACL rules by category hold for them.
+
+mod common;
+
+use common::{Conn, Frame, Options, Server};
+use std::path::{Path, PathBuf};
+
+/// Valkey's server binary, as `make test` unpacks it.
+fn valkey_server() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/valkey/usr/bin/valkey-server");
+    assert!(
+        path.exists(),
+        "{} is missing: `make test` unpacks Debian's valkey-server there (scripts/fetch-valkey.sh)",
+        path.display()
+    );
+    path
+}
+
+fn valkey() -> Server {
+    Server::with(Options {
+        server: Some(valkey_server()),
+        ..Options::default()
+    })
+}
+
+const COMMANDS: [&str; 11] = [
+    "BF.RESERVE",
+    "BF.ADD",
+    "BF.MADD",
+    "BF.INSERT",
+    "BF.EXISTS",
+    "BF.MEXISTS",
+    "BF.INFO",
+    "BF.CARD",
+    "BF.DEBUG",
+    "BF.SCANDUMP",
+    "BF.LOADCHUNK",
+];
+
+/// A connection as a new user with `rules` (password `pw`).
+fn user(server: &Server, name: &str, rules: &[&str]) -> Conn {
+    let mut admin = server.conn();
+    let mut command = vec!["ACL", "SETUSER", name, "reset", "on", ">pw"];
+    command.extend_from_slice(rules);
+    assert_eq!(admin.call(&command), Frame::ok(), "{command:?}");
+    let mut conn = server.conn();
+    assert_eq!(conn.call(&["AUTH", name, "pw"]), Frame::ok());
+    conn
+}
+
+fn no_command_permission(user: &str, command: &str) -> Frame {
+    Frame::error(&format!(
+        "NOPERM User {user} has no permissions to run the '{command}' command"
+    ))
+}
+
+fn dry_run(admin: &mut Conn, user: &str, command: &[&str]) -> Frame {
+    let mut full = vec!["ACL", "DRYRUN", user];
+    full.extend_from_slice(command);
+    admin.call(&full)
+}
+
+#[test]
+fn the_module_loads_and_works_on_valkey_8() {
+    let server = valkey();
+    let mut conn = server.conn();
+    let info = conn.call(&["INFO", "server"]).text();
+    assert!(info.contains("valkey_version:8."), "{info}");
+    assert_eq!(conn.call(&["BF.RESERVE", "f", "0.01", "100"]), Frame::ok());
+    assert_eq!(conn.call(&["BF.ADD", "f", "a"]), Frame::Int(1));
+    assert_eq!(
+        conn.call(&["BF.MEXISTS", "f", "a", "b"]),
+        Frame::Array(vec![Frame::Int(1), Frame::Int(0)])
+    );
+    assert_eq!(conn.call(&["BF.CARD", "f"]), Frame::Int(1));
+}
+
+#[test]
+fn every_command_has_its_acl_categories_and_the_bloom_category_exists() {
+    let server = valkey();
+    let mut conn = server.conn();
+    let categories: Vec<String> = conn
+        .call(&["ACL", "CAT"])
+        .items()
+        .iter()
+        .map(Frame::text)
+        .collect();
+    assert!(categories.contains(&"bloom".to_string()), "{categories:?}");
+    for name in COMMANDS {
+        let info = conn.call(&["COMMAND", "INFO", name]).items();
+        let info = info[0].items();
+        let flags: Vec<String> = info[2].items().iter().map(Frame::text).collect();
+        let categories: Vec<String> = info[6].items().iter().map(Frame::text).collect();
+        let access = if flags.contains(&"write".to_string()) {
+            "@write"
+        } else {
+            "@read"
+        };
+        let speed = if flags.contains(&"fast".to_string()) {
+            "@fast"
+        } else {
+            "@slow"
+        };
+        assert_eq!(
+            categories,
+            [access, speed, "@bloom"],
+            "{name} with flags {flags:?}"
+        );
+    }
+    // The split the flags give: only the lookups and the metadata reads that answer in
+    // constant time are fast.
+    let fast: Vec<&str> = COMMANDS
+        .into_iter()
+        .filter(|name| {
+            let info = conn.call(&["COMMAND", "INFO", name]).items()[0].items();
+            info[6].items().contains(&Frame::simple("@fast"))
+        })
+        .collect();
+    assert_eq!(fast, ["BF.EXISTS", "BF.MEXISTS", "BF.INFO", "BF.CARD"]);
+}
+
+#[test]
+fn acl_rules_by_category_hold_for_the_bf_commands() {
+    let server = valkey();
+    let mut admin = server.conn();
+    assert_eq!(admin.call(&["BF.ADD", "f", "a"]), Frame::Int(1));
+    assert_eq!(admin.call(&["SET", "s", "v"]), Frame::ok());
+
+    // Only the Bloom filter commands.
+    let mut bloom = user(&server, "bloom", &["~*", "+@bloom"]);
+    assert_eq!(bloom.call(&["BF.ADD", "f", "b"]), Frame::Int(1));
+    assert_eq!(bloom.call(&["BF.EXISTS", "f", "b"]), Frame::Int(1));
+    assert_eq!(
+        bloom.call(&["GET", "s"]),
+        no_command_permission("bloom", "get")
+    );
+    assert_eq!(
+        dry_run(&mut admin, "bloom", &["BF.ADD", "f", "c"]),
+        Frame::ok()
+    );
+    assert_eq!(
+        dry_run(&mut admin, "bloom", &["GET", "s"]),
+        Frame::bulk("User bloom has no permissions to run the 'get' command")
+    );
+
+    // Everything but them.
+    let mut others = user(&server, "others", &["~*", "+@all", "-@bloom"]);
+    assert_eq!(others.call(&["GET", "s"]), Frame::bulk("v"));
+    assert_eq!(
+        others.call(&["BF.EXISTS", "f", "a"]),
+        no_command_permission("others", "BF.EXISTS")
+    );
+    assert_eq!(
+        dry_run(&mut admin, "others", &["BF.CARD", "f"]),
+        Frame::bulk("User others has no permissions to run the 'BF.CARD' command")
+    );
+
+    // Reads of every kind, BF lookups among them, and no writes.
+    let mut reader = user(&server, "reader", &["~*", "+@read"]);
+    assert_eq!(reader.call(&["BF.EXISTS", "f", "a"]), Frame::Int(1));
+    assert_eq!(reader.call(&["BF.CARD", "f"]), Frame::Int(2));
+    assert_eq!(reader.call(&["GET", "s"]), Frame::bulk("v"));
+    assert_eq!(
+        reader.call(&["BF.ADD", "f", "z"]),
+        no_command_permission("reader", "BF.ADD")
+    );
+    assert_eq!(
+        reader.call(&["BF.RESERVE", "g", "0.01", "10"]),
+        no_command_permission("reader", "BF.RESERVE")
+    );
+    assert_eq!(admin.call(&["BF.EXISTS", "f", "z"]), Frame::Int(0));
+    assert_eq!(admin.call(&["EXISTS", "g"]), Frame::Int(0));
+}
