@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Conn, Frame, Server};
+use common::{acl_categories, acl_dry_run, acl_user, Conn, Frame, Server, BF_COMMANDS};
 
 /// Every command that only reads a filter, on key `f` (which holds `a`, `b` and `c`).
 fn reads(key: &str) -> Vec<Vec<String>> {
@@ -57,22 +57,6 @@ fn filter_with_abc(admin: &mut Conn, key: &str) -> Vec<u8> {
     first[1].bytes()
 }
 
-fn user(server: &Server, name: &str, rules: &[&str]) -> Conn {
-    let mut admin = server.conn();
-    let mut command = vec!["ACL", "SETUSER", name, "reset", "on", ">pw"];
-    command.extend_from_slice(rules);
-    assert_eq!(admin.call(&command), Frame::ok(), "{command:?}");
-    let mut conn = server.conn();
-    assert_eq!(conn.call(&["AUTH", name, "pw"]), Frame::ok());
-    conn
-}
-
-fn dry_run<A: AsRef<[u8]>>(admin: &mut Conn, user: &str, command: &[A]) -> Frame {
-    let mut full: Vec<Vec<u8>> = vec![b"ACL".to_vec(), b"DRYRUN".to_vec(), user.into()];
-    full.extend(command.iter().map(|part| part.as_ref().to_vec()));
-    admin.call(&full)
-}
-
 fn no_key_permission() -> Frame {
     Frame::error("NOPERM this user has no permissions to access one of the keys used as arguments")
 }
@@ -82,14 +66,14 @@ fn a_read_only_user_reads_every_way_and_writes_none() {
     let server = Server::start();
     let mut admin = server.conn();
     let chunk = filter_with_abc(&mut admin, "f");
-    let mut reader = user(&server, "reader", &["%R~*", "+@all"]);
+    let mut reader = acl_user(&server, "reader", &["%R~*", "+@all"]);
 
     for command in reads("f") {
         let as_admin = admin.call(&command);
         assert!(!as_admin.is_error(), "{command:?}: {as_admin:?}");
         assert_eq!(reader.call(&command), as_admin, "{command:?}");
         assert_eq!(
-            dry_run(&mut admin, "reader", &command),
+            acl_dry_run(&mut admin, "reader", &command),
             Frame::ok(),
             "{command:?}"
         );
@@ -115,7 +99,7 @@ fn a_read_only_user_reads_every_way_and_writes_none() {
         assert_eq!(reader.call(&command), no_key_permission(), "{command:?}");
         let name = String::from_utf8_lossy(&command[1]).into_owned();
         assert_eq!(
-            dry_run(&mut admin, "reader", &command),
+            acl_dry_run(&mut admin, "reader", &command),
             Frame::bulk(format!(
                 "This user has no permissions to access the '{name}' key"
             )),
@@ -133,7 +117,7 @@ fn a_tenant_cannot_read_or_write_another_tenants_filters() {
     let server = Server::start();
     let mut admin = server.conn();
     let chunk = filter_with_abc(&mut admin, "tenant:b:x");
-    let mut alice = user(&server, "alice", &["~tenant:a:*", "+@all"]);
+    let mut alice = acl_user(&server, "alice", &["~tenant:a:*", "+@all"]);
 
     // Her own filters, every command.
     assert_eq!(
@@ -147,10 +131,10 @@ fn a_tenant_cannot_read_or_write_another_tenants_filters() {
     for command in reads("tenant:a:f") {
         let reply = alice.call(&command);
         assert!(!reply.is_error(), "{command:?}: {reply:?}");
-        assert_eq!(dry_run(&mut admin, "alice", &command), Frame::ok());
+        assert_eq!(acl_dry_run(&mut admin, "alice", &command), Frame::ok());
     }
     for command in writes("tenant:a:f", "tenant:a:new", &chunk) {
-        assert_eq!(dry_run(&mut admin, "alice", &command), Frame::ok());
+        assert_eq!(acl_dry_run(&mut admin, "alice", &command), Frame::ok());
     }
     assert_eq!(alice.call(&["BF.ADD", "tenant:a:new", "y"]), Frame::Int(1));
 
@@ -162,18 +146,21 @@ fn a_tenant_cannot_read_or_write_another_tenants_filters() {
     };
     for command in reads("tenant:b:x") {
         assert_eq!(alice.call(&command), no_key_permission(), "{command:?}");
-        assert_eq!(dry_run(&mut admin, "alice", &command), denied("tenant:b:x"));
+        assert_eq!(
+            acl_dry_run(&mut admin, "alice", &command),
+            denied("tenant:b:x")
+        );
     }
     for command in writes("tenant:b:x", "tenant:b:new", &chunk) {
         assert_eq!(alice.call(&command), no_key_permission(), "{command:?}");
         let name = String::from_utf8_lossy(&command[1]).into_owned();
-        assert_eq!(dry_run(&mut admin, "alice", &command), denied(&name));
+        assert_eq!(acl_dry_run(&mut admin, "alice", &command), denied(&name));
     }
     assert_eq!(admin.call(&["BF.CARD", "tenant:b:x"]), Frame::Int(3));
     assert_eq!(admin.call(&["EXISTS", "tenant:b:new"]), Frame::Int(0));
 
     // A tenant may be given read access to another's filters, and no more.
-    let mut auditor = user(
+    let mut auditor = acl_user(
         &server,
         "auditor",
         &["~tenant:a:*", "%R~tenant:b:*", "+@all"],
@@ -249,7 +236,7 @@ fn the_readme_acl_recipes_do_what_it_says() {
     filter_with_abc(&mut admin, "tenant:b:x");
 
     // checker: checks anything, writes nothing.
-    let mut checker = user(&server, "checker", CHECKER);
+    let mut checker = acl_user(&server, "checker", CHECKER);
     assert_eq!(checker.call(&["BF.EXISTS", "f", "a"]), Frame::Int(1));
     assert_eq!(
         checker.call(&["BF.MEXISTS", "f", "a", "never"]),
@@ -265,12 +252,12 @@ fn the_readme_acl_recipes_do_what_it_says() {
         no_command_permission("BF.ADD")
     );
     assert_eq!(
-        dry_run(&mut admin, "checker", &["BF.SCANDUMP", "f", "0"]),
+        acl_dry_run(&mut admin, "checker", &["BF.SCANDUMP", "f", "0"]),
         Frame::bulk("This user has no permissions to run the 'BF.SCANDUMP' command")
     );
 
     // tenant-a: everything on tenant:a:*, nothing on tenant:b:x.
-    let mut tenant = user(&server, "tenant-a", TENANT_A);
+    let mut tenant = acl_user(&server, "tenant-a", TENANT_A);
     assert_eq!(
         tenant.call(&["BF.RESERVE", "tenant:a:f", "0.01", "100"]),
         Frame::ok()
@@ -298,7 +285,7 @@ fn the_readme_acl_recipes_do_what_it_says() {
         assert_eq!(tenant.call(&command), no_key_permission(), "{command:?}");
     }
     assert_eq!(
-        dry_run(&mut admin, "tenant-a", &["BF.ADD", "tenant:b:x", "item"]),
+        acl_dry_run(&mut admin, "tenant-a", &["BF.ADD", "tenant:b:x", "item"]),
         Frame::bulk("This user has no permissions to access the 'tenant:b:x' key")
     );
     assert!(readme.contains(
@@ -306,7 +293,7 @@ fn the_readme_acl_recipes_do_what_it_says() {
     ));
 
     // auditor: reads both tenants, writes neither.
-    let mut auditor = user(&server, "auditor", AUDITOR);
+    let mut auditor = acl_user(&server, "auditor", AUDITOR);
     assert_eq!(
         auditor.call(&["BF.EXISTS", "tenant:b:x", "a"]),
         Frame::Int(1)
@@ -322,8 +309,8 @@ fn the_readme_acl_recipes_do_what_it_says() {
     );
 
     // backup and restore: a whole filter, chunk by chunk, into a new key.
-    let mut backup = user(&server, "backup", BACKUP);
-    let mut restore = user(&server, "restore", RESTORE);
+    let mut backup = acl_user(&server, "backup", BACKUP);
+    let mut restore = acl_user(&server, "restore", RESTORE);
     let scanned = backup.call(&["SCAN", "0"]);
     assert!(!scanned.is_error(), "{scanned:?}");
     let mut iterator = "0".to_string();
@@ -367,27 +354,6 @@ fn version(server: &Server) -> (u32, u32) {
     (parts.next().unwrap(), parts.next().unwrap())
 }
 
-/// The ACL categories `COMMAND INFO` gives for a command. (`ACL CAT <category>` never lists
-/// module commands, on any server version.)
-fn categories_of(admin: &mut Conn, name: &str) -> Vec<String> {
-    let info = admin.call(&["COMMAND", "INFO", name]).items()[0].items();
-    info[6].items().iter().map(Frame::text).collect()
-}
-
-const COMMANDS: [&str; 11] = [
-    "BF.ADD",
-    "BF.CARD",
-    "BF.DEBUG",
-    "BF.EXISTS",
-    "BF.INFO",
-    "BF.INSERT",
-    "BF.LOADCHUNK",
-    "BF.MADD",
-    "BF.MEXISTS",
-    "BF.RESERVE",
-    "BF.SCANDUMP",
-];
-
 /// On Redis 7.0 (the server `make test` runs) a module can give its commands no ACL category:
 /// the module loads all the same and says so in its log. Servers that can are tested in
 /// tests/newer_servers.rs; pointed at one (`REDIS_SERVER=...`), this test checks that every
@@ -397,14 +363,14 @@ fn the_commands_are_in_a_bloom_category_where_the_server_allows_it() {
     let server = Server::start();
     let mut admin = server.conn();
     if version(&server) >= (7, 2) {
-        for name in COMMANDS {
-            assert!(!categories_of(&mut admin, name).is_empty(), "{name}");
+        for name in BF_COMMANDS {
+            assert!(!acl_categories(&mut admin, name).is_empty(), "{name}");
         }
         return;
     }
-    for name in COMMANDS {
+    for name in BF_COMMANDS {
         assert_eq!(
-            categories_of(&mut admin, name),
+            acl_categories(&mut admin, name),
             Vec::<String>::new(),
             "{name}"
         );
@@ -426,7 +392,7 @@ fn the_commands_are_in_a_bloom_category_where_the_server_allows_it() {
         .log()
         .contains("this server cannot add module ACL categories"));
     // The commands still run for users given them by name or by +@all.
-    let mut named = user(&server, "named", &["~*", "+bf.add", "+bf.exists"]);
+    let mut named = acl_user(&server, "named", &["~*", "+bf.add", "+bf.exists"]);
     assert_eq!(named.call(&["BF.ADD", "f", "a"]), Frame::Int(1));
     assert_eq!(named.call(&["BF.EXISTS", "f", "a"]), Frame::Int(1));
 }

@@ -7,7 +7,7 @@
 mod common;
 
 use common::payload::Envelope;
-use common::{used_memory, Conn, Frame, Options, Server};
+use common::{used_memory, Conn, Frame, Options, Server, BF_COMMANDS};
 
 /// xorshift64*: a small, seeded generator (the storm is the same on every run).
 struct Rng(u64);
@@ -38,21 +38,8 @@ impl Rng {
     }
 }
 
-const COMMANDS: &[&str] = &[
-    "BF.RESERVE",
-    "BF.ADD",
-    "BF.MADD",
-    "BF.INSERT",
-    "BF.EXISTS",
-    "BF.MEXISTS",
-    "BF.CARD",
-    "BF.INFO",
-    "BF.DEBUG",
-    "BF.SCANDUMP",
-    "BF.LOADCHUNK",
-    "bf.add",
-    "Bf.Insert",
-];
+/// Names the storm sends: every command, and two spelled in other letter cases.
+const CASE_VARIANTS: [&str; 2] = ["bf.add", "Bf.Insert"];
 
 const WORDS: &[&str] = &[
     "EXPANSION",
@@ -266,7 +253,8 @@ fn command(rng: &mut Rng, samples: &Samples) -> Vec<Vec<u8>> {
         }
         // Anything: a BF command with a random number of random arguments.
         _ => {
-            let mut args = vec![rng.pick(COMMANDS).as_bytes().to_vec()];
+            let names: Vec<&str> = BF_COMMANDS.into_iter().chain(CASE_VARIANTS).collect();
+            let mut args = vec![rng.pick(&names).as_bytes().to_vec()];
             if !rng.chance(3) {
                 args.push(key(rng));
             }

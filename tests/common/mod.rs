@@ -470,3 +470,43 @@ pub fn used_memory(conn: &mut Conn) -> i64 {
         .parse()
         .unwrap()
 }
+
+/// Every command of the module.
+pub const BF_COMMANDS: [&str; 11] = [
+    "BF.RESERVE",
+    "BF.ADD",
+    "BF.MADD",
+    "BF.INSERT",
+    "BF.EXISTS",
+    "BF.MEXISTS",
+    "BF.INFO",
+    "BF.CARD",
+    "BF.DEBUG",
+    "BF.SCANDUMP",
+    "BF.LOADCHUNK",
+];
+
+/// A connection authenticated as a new ACL user with `rules` (password `pw`).
+pub fn acl_user(server: &Server, name: &str, rules: &[&str]) -> Conn {
+    let mut admin = server.conn();
+    let mut command = vec!["ACL", "SETUSER", name, "reset", "on", ">pw"];
+    command.extend_from_slice(rules);
+    assert_eq!(admin.call(&command), Frame::ok(), "{command:?}");
+    let mut conn = server.conn();
+    assert_eq!(conn.call(&["AUTH", name, "pw"]), Frame::ok());
+    conn
+}
+
+/// `ACL DRYRUN user command...`.
+pub fn acl_dry_run<A: AsRef<[u8]>>(admin: &mut Conn, user: &str, command: &[A]) -> Frame {
+    let mut full: Vec<Vec<u8>> = vec![b"ACL".to_vec(), b"DRYRUN".to_vec(), user.into()];
+    full.extend(command.iter().map(|part| part.as_ref().to_vec()));
+    admin.call(&full)
+}
+
+/// The ACL categories `COMMAND INFO` gives for a command. (`ACL CAT <category>` never lists
+/// module commands, on any server version.)
+pub fn acl_categories(conn: &mut Conn, name: &str) -> Vec<String> {
+    let info = conn.call(&["COMMAND", "INFO", name]).items()[0].items();
+    info[6].items().iter().map(Frame::text).collect()
+}
