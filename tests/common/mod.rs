@@ -510,3 +510,28 @@ pub fn acl_categories(conn: &mut Conn, name: &str) -> Vec<String> {
     let info = conn.call(&["COMMAND", "INFO", name]).items()[0].items();
     info[6].items().iter().map(Frame::text).collect()
 }
+
+/// The total server time, in microseconds, spent in `command` since the last `CONFIG RESETSTAT`
+/// (`INFO commandstats`; 0 if it was not called). The command name is matched in any letter case.
+pub fn command_usec(conn: &mut Conn, command: &str) -> f64 {
+    let info = conn.call(&["INFO", "commandstats"]).text();
+    let prefix = format!("cmdstat_{}:", command.to_ascii_lowercase());
+    let Some(line) = info
+        .lines()
+        .find(|line| line.to_ascii_lowercase().starts_with(&prefix))
+    else {
+        return 0.0;
+    };
+    line.split([',', ':'])
+        .find_map(|field| field.strip_prefix("usec="))
+        .and_then(|value| value.parse().ok())
+        .unwrap_or_else(|| panic!("no usec in {line}"))
+}
+
+/// Sends every command before reading any reply (one pipeline); the replies, in order.
+pub fn pipeline<A: AsRef<[u8]>>(conn: &mut Conn, commands: &[Vec<A>]) -> Vec<Frame> {
+    for command in commands {
+        conn.send(command);
+    }
+    commands.iter().map(|_| conn.read()).collect()
+}

@@ -21,6 +21,12 @@ const GROUP: usize = 32;
 /// How many items ahead of the one being processed the batch operations prefetch: enough to keep
 /// the memory system busy (each item touches up to k cache lines) without flooding it.
 const AHEAD: usize = 8;
+/// The most probe positions a batch prefetches for one item, newest sub-filter first. A lookup
+/// stops at the first zero bit of each sub-filter, so prefetching every probe of every sub-filter
+/// would cost a long chain (a thousand sub-filters of EXPANSION 1) or a many-hash filter (about
+/// 1,000 hashes at an error of 1e-300) far more than the lookup itself; with this bound a batch
+/// does at most a constant more per item than the same items sent one command each.
+const PREFETCH_PROBES: u32 = 16;
 
 /// The largest expansion factor (RedisBloom's bound).
 pub const MAX_EXPANSION: u16 = 32768;
@@ -297,7 +303,8 @@ impl Chain {
         Ok(())
     }
 
-    /// Starts loading every cache line the item's probes will touch, in every sub-filter.
+    /// Starts loading the cache lines of the item's first [`PREFETCH_PROBES`] probes, newest
+    /// sub-filter first (the biggest, so the most likely to miss the caches).
     fn prefetch(&self, hash: &ItemHash) {
         match self.format.hashing() {
             Hashing::Xxh3 => self.prefetch_by::<Mixed>(hash),
@@ -307,8 +314,14 @@ impl Chain {
 
     #[inline(always)]
     fn prefetch_by<P: Probing>(&self, hash: &ItemHash) {
-        for (index, filter) in self.filters.iter().enumerate() {
-            filter.prefetch_by::<P>(&P::for_sub_filter(hash, index));
+        let mut budget = PREFETCH_PROBES;
+        for (index, filter) in self.filters.iter().enumerate().rev() {
+            if budget == 0 {
+                break;
+            }
+            let count = filter.shape().hash_count.min(budget);
+            filter.prefetch_by::<P>(&P::for_sub_filter(hash, index), count);
+            budget -= count;
         }
     }
 

@@ -111,16 +111,12 @@ impl SubFilter {
                 && hash.plain32(count).all(|value| self.bits.get(value % bits)))
     }
 
-    /// Starts loading the cache lines the item's probes will touch (this module's probing).
-    #[inline]
-    pub fn prefetch(&self, hash: &ItemHash) {
-        self.prefetch_by::<Mixed>(hash);
-    }
-
-    /// Starts loading the cache lines the item's probes will touch, by probing `P`.
+    /// Starts loading the cache lines of the item's first `count` probes (at most its hash
+    /// count), by probing `P`.
     #[inline(always)]
-    pub fn prefetch_by<P: Probing>(&self, hash: &ItemHash) {
-        P::each(hash, self.shape.hash_count, self.shape.bits, |position| {
+    pub fn prefetch_by<P: Probing>(&self, hash: &ItemHash, count: u32) {
+        let count = count.min(self.shape.hash_count);
+        P::each(hash, count, self.shape.bits, |position| {
             self.bits.prefetch(position);
             true
         });
