@@ -1,22 +1,23 @@
 //! The `MBbloom--` data type: how a filter is saved to and loaded from RDB (and so DUMP/RESTORE
 //! and replication), rewritten for the AOF, copied, digested, measured and freed.
 //!
-//! The stored form is `bf_filter::stored`'s, in encoding version 100; versions 0 to 4 are
-//! RedisBloom's own layouts (its type has the same name), read by `bf_filter::redisbloom`. This
-//! file only connects them to the server's RDB stream.
+//! The stored form is `bf_filter::stored`'s, in encoding version 101 (100, without the restoring
+//! state, is still read); versions 0 to 4 are RedisBloom's own layouts (its type has the same
+//! name), read by `bf_filter::redisbloom`. This file only connects them to the server's RDB
+//! stream.
 
 use crate::glue::guard::guarded;
 use bf_filter::dump;
 use bf_filter::redisbloom;
-use bf_filter::stored::{self, FieldSink, FieldSource, LoadError};
+use bf_filter::stored::{self, FieldSink, FieldSource, LoadError, Revision};
 use bf_filter::{Chain, Format, Growth};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-/// The encoding version this module writes.
-pub const ENCODING_VERSION: i32 = 100;
+/// The encoding version this module writes: the newest revision of the stored form.
+pub const ENCODING_VERSION: i32 = Revision::NEWEST as i32;
 
 /// The type, registered at load time.
 pub static BLOOM_TYPE: RedisType = RedisType::new(
@@ -156,8 +157,8 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
         "rdb_load",
         || Err("the loader failed (see the log)".to_string()),
         || {
-            if encver == ENCODING_VERSION {
-                stored::load(&mut Rdb(rdb)).map_err(|err| err.to_string())
+            if let Some(revision) = Revision::of_encoding(encver) {
+                stored::load(&mut Rdb(rdb), revision).map_err(|err| err.to_string())
             } else if let Ok(encver @ 0..=4) = u32::try_from(encver) {
                 // Written by RedisBloom, whose type has the same name.
                 redisbloom::load_rdb(&mut Rdb(rdb), encver).map_err(|err| err.to_string())
@@ -193,7 +194,8 @@ unsafe extern "C" fn aof_rewrite(
     );
 }
 
-/// Emits the BF.LOADCHUNK sequence of one filter.
+/// Emits the BF.LOADCHUNK sequence of one filter: its header, then its data chunks (for a filter
+/// being restored, the ones that have arrived, so the replay is restoring at the same point).
 unsafe fn rewrite(aof: *mut raw::RedisModuleIO, key: *mut raw::RedisModuleString, chain: &Chain) {
     let emit = |iterator: u64, bytes: &[u8]| {
         raw::RedisModule_EmitAOF.unwrap()(
@@ -207,13 +209,8 @@ unsafe fn rewrite(aof: *mut raw::RedisModuleIO, key: *mut raw::RedisModuleString
         );
     };
     emit(1, &dump::header(chain));
-    let mut offset = 0;
-    while let Some(chunk) = chain.chunk(offset) {
-        if chunk.is_empty() {
-            break;
-        }
+    for (offset, chunk) in chain.loaded_chunks() {
         emit(dump::next_iterator(offset, chunk.len()), &chunk);
-        offset += chunk.len() as u64;
     }
 }
 
@@ -274,6 +271,12 @@ unsafe fn digest_chain(md: *mut raw::RedisModuleDigest, chain: &Chain) {
                 piece.len(),
             );
         }
+    }
+    // A filter being restored differs from the finished one. (Filters in use digest as they
+    // always did.)
+    if let Some(next) = chain.restoring() {
+        add_number(u64::MAX);
+        add_number(next);
     }
     raw::RedisModule_DigestEndSequence.unwrap()(md);
 }

@@ -50,6 +50,12 @@ pub enum BfError {
     },
     /// A scaling filter cannot add another sub-filter.
     CannotGrow,
+    /// An add or lookup on a filter that BF.LOADCHUNK is still rebuilding.
+    BeingRestored { loaded: u64, total: u64 },
+    /// A BF.LOADCHUNK data chunk for a filter that is not being restored.
+    NotRestoring,
+    /// A BF.LOADCHUNK data chunk that is not the next one (out of order, or sent twice).
+    ChunkOutOfOrder { expected: u64 },
     /// A bug caught before it could take the server down.
     Internal,
 }
@@ -71,6 +77,8 @@ impl BfError {
             FilterError::OutOfMemory { bytes } => BfError::OutOfMemory { bytes },
             FilterError::CannotGrow => BfError::CannotGrow,
             FilterError::Corrupt(why) => BfError::BadChunk(why),
+            FilterError::NotRestoring => BfError::NotRestoring,
+            FilterError::ChunkOutOfOrder { expected } => BfError::ChunkOutOfOrder { expected },
         }
     }
 }
@@ -122,6 +130,20 @@ impl fmt::Display for BfError {
             ),
             BfError::CannotGrow => f.write_str(
                 "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of range",
+            ),
+            BfError::BeingRestored { loaded, total } => write!(
+                f,
+                "ERR filter is being restored by BF.LOADCHUNK ({loaded} of {total} bytes loaded): \
+                 it answers once its last chunk has arrived"
+            ),
+            BfError::NotRestoring => f.write_str(
+                "ERR invalid chunk: the filter is not being restored (data chunks only follow \
+                 the header chunk that created it)",
+            ),
+            BfError::ChunkOutOfOrder { expected } => write!(
+                f,
+                "ERR invalid chunk: not the next one (loaded already, or out of order: the \
+                 next chunk starts at byte {expected} of the data)"
             ),
             BfError::Internal => f.write_str("ERR internal error in the bf module (see the server log)"),
         }
@@ -180,6 +202,12 @@ mod tests {
                 used: 1,
             },
             BfError::CannotGrow,
+            BfError::BeingRestored {
+                loaded: 1,
+                total: 2,
+            },
+            BfError::NotRestoring,
+            BfError::ChunkOutOfOrder { expected: 3 },
             BfError::Internal,
         ];
         for err in all {

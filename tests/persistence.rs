@@ -60,14 +60,22 @@ fn scandump_replies_header_then_chunks_then_zero_in_both_protocols() {
         let second = conn.call(&["BF.SCANDUMP", "k", "17"]).items();
         assert_eq!(second[0], Frame::Int(49));
         assert_eq!(second[1].bytes().len(), 32);
-        assert_eq!(
-            conn.call(&["BF.SCANDUMP", "k", "49"]),
-            Frame::Array(vec![Frame::Int(0), Frame::bulk("")])
-        );
-        assert_eq!(
-            conn.call(&["BF.SCANDUMP", "k", "5"]),
-            Frame::error("ERR invalid iterator")
-        );
+        // The end, and anything past it (as RedisBloom answers).
+        for past in ["49", "50", "1000000", "18446744073709551615"] {
+            assert_eq!(
+                conn.call(&["BF.SCANDUMP", "k", past]),
+                Frame::Array(vec![Frame::Int(0), Frame::bulk("")]),
+                "{past}"
+            );
+        }
+        // Inside the data, where no chunk starts: an error.
+        for inside in ["5", "16", "18", "48"] {
+            assert_eq!(
+                conn.call(&["BF.SCANDUMP", "k", inside]),
+                Frame::error("ERR invalid iterator"),
+                "{inside}"
+            );
+        }
         assert_eq!(
             conn.call(&["BF.SCANDUMP", "k", "-1"]),
             Frame::error("ERR invalid iterator")
@@ -274,8 +282,10 @@ fn forged_and_truncated_chunks_are_refused_and_leave_the_key_as_it_was() {
         loadchunk(&mut conn, "src", "1", &header),
         Frame::error("ERR item exists")
     );
-    // Data chunks that fit no slot leave the filter as it was.
+    // Data chunks that are not the next one, or do not fit its slot, leave the filter as it was.
     assert_eq!(loadchunk(&mut conn, "dst", "1", &header), Frame::ok());
+    let not_next = "ERR invalid chunk: not the next one (loaded already, or out of order: the \
+                    next chunk starts at byte 0 of the data)";
     let before = digest(&mut conn, "dst");
     let (iterator, data) = &chunks[1];
     let cases: Vec<(&str, String, Vec<u8>, &str)> = vec![
@@ -283,7 +293,7 @@ fn forged_and_truncated_chunks_are_refused_and_leave_the_key_as_it_was() {
             "short",
             iterator.to_string(),
             data[..data.len() - 1].to_vec(),
-            "ERR invalid chunk: no chunk starts at this offset",
+            not_next,
         ),
         (
             "long",
@@ -295,14 +305,9 @@ fn forged_and_truncated_chunks_are_refused_and_leave_the_key_as_it_was() {
             "shifted",
             (iterator + 8).to_string(),
             data.clone(),
-            "ERR invalid chunk: no chunk starts at this offset",
+            not_next,
         ),
-        (
-            "past the end",
-            "100000".to_string(),
-            data.clone(),
-            "ERR invalid chunk: no chunk starts at this offset",
-        ),
+        ("past the end", "100000".to_string(), data.clone(), not_next),
         (
             "iterator too small",
             "3".to_string(),

@@ -174,10 +174,13 @@ fn mangle(rng: &mut Rng, data: &mut Vec<u8>) {
 /// One random command.
 fn command(rng: &mut Rng, samples: &Samples) -> Vec<Vec<u8>> {
     match rng.below(20) {
-        // BF.LOADCHUNK with a forged header.
+        // BF.LOADCHUNK with a forged header (or, now and then, a real one, which starts a
+        // restore that the data chunks below may then feed).
         0 => {
             let mut header = rng.pick(&samples.headers).clone();
-            mangle(rng, &mut header);
+            if rng.below(4) != 0 {
+                mangle(rng, &mut header);
+            }
             vec![b"BF.LOADCHUNK".to_vec(), key(rng), b"1".to_vec(), header]
         }
         // BF.LOADCHUNK with a real chunk at a forged iterator.

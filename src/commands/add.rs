@@ -2,8 +2,8 @@
 //! open the key, create the filter if the command may, add the items in order, reply, propagate.
 
 use super::{
-    growth_words, is_option, once, parse_capacity, parse_error_rate, parse_expansion, unknown,
-    value_of, Args,
+    growth_words, in_use, is_option, once, parse_capacity, parse_error_rate, parse_expansion,
+    unknown, value_of, Args,
 };
 use crate::config::{self, SizeLimit};
 use crate::datatype::memory_usage;
@@ -134,7 +134,11 @@ fn add_items(
     let args = call.args();
     let mut key = FilterKey::open(call, 1, Access::Write);
     let (chain, created) = match (key.filter()?.is_some(), creation) {
-        (true, _) => (key.filter_mut()?.ok_or(BfError::Internal)?, None),
+        (true, _) => {
+            let chain = key.filter_mut()?.ok_or(BfError::Internal)?;
+            in_use(chain)?;
+            (chain, None)
+        }
         (false, None) => return Err(BfError::NotFound),
         (false, Some(creation)) => {
             let limit = call.size_limit();

@@ -1,7 +1,7 @@
 //! `BF.SCANDUMP` and `BF.LOADCHUNK`: moving a filter of any size in chunks (see
 //! `bf_filter::dump` for the format and the iterator arithmetic).
 
-use super::{parse_whole, Args};
+use super::{in_use, parse_whole, Args};
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
@@ -12,15 +12,17 @@ fn parse_iterator(token: &[u8]) -> Result<u64, BfError> {
     parse_whole(token).ok_or(BfError::BadIterator)
 }
 
-/// BF.SCANDUMP key iterator: `[next, chunk]`; iterator 0 gives the header, the end `[0, ""]`.
+/// BF.SCANDUMP key iterator: `[next, chunk]`; iterator 0 gives the header, the end (and anything
+/// past it, as in RedisBloom) `[0, ""]`.
 pub fn scandump(call: &Call) -> Result<(), BfError> {
     let args = call.args();
     let iterator = parse_iterator(args.get(2))?;
     let key = FilterKey::open(call, 1, Access::Read);
     let chain = key.filter()?.ok_or(BfError::NotFound)?;
+    in_use(chain)?;
     let (next, chunk) = if iterator == 0 {
         (1, std::borrow::Cow::Owned(header(chain)))
-    } else if iterator - 1 == chain.dump_len() {
+    } else if iterator > chain.dump_len() {
         (0, std::borrow::Cow::Borrowed(&[][..]))
     } else {
         let offset = iterator - 1;
@@ -34,8 +36,9 @@ pub fn scandump(call: &Call) -> Result<(), BfError> {
 }
 
 /// BF.LOADCHUNK key iterator data: rebuilds a filter from BF.SCANDUMP's chunks, in order. The
-/// header (iterator 1) creates the filter, the data chunks fill it; each is checked whole before
-/// anything is allocated or written.
+/// header (iterator 1) creates the filter in the restoring state, the data chunks fill it, each
+/// exactly once and in order, and the last one puts it in use; each is checked whole before
+/// anything is allocated or written. A filter in use takes no chunk.
 pub fn loadchunk(call: &Call) -> Result<(), BfError> {
     let args = call.args();
     let iterator = parse_iterator(args.get(2))?;

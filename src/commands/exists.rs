@@ -1,6 +1,6 @@
 //! `BF.EXISTS` and `BF.MEXISTS`: whether items may have been added. A missing key holds nothing.
 
-use super::Args;
+use super::{in_use, Args};
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
@@ -10,7 +10,11 @@ use crate::stats;
 pub fn exists(call: &Call) -> Result<(), BfError> {
     let key = FilterKey::open(call, 1, Access::Read);
     let item = call.args().get(2);
-    let found = key.filter()?.is_some_and(|chain| chain.contains(item));
+    let filter = key.filter()?;
+    if let Some(chain) = filter {
+        in_use(chain)?;
+    }
+    let found = filter.is_some_and(|chain| chain.contains(item));
     stats::items_looked_up(1);
     call.reply_bool(found);
     Ok(())
@@ -20,6 +24,9 @@ pub fn exists(call: &Call) -> Result<(), BfError> {
 pub fn mexists(call: &Call) -> Result<(), BfError> {
     let key = FilterKey::open(call, 1, Access::Read);
     let filter = key.filter()?;
+    if let Some(chain) = filter {
+        in_use(chain)?;
+    }
     let args = call.args();
     call.reply_array(args.len() - 2);
     stats::items_looked_up(args.len() - 2);

@@ -9,7 +9,7 @@ pub mod info;
 pub mod reserve;
 
 use crate::error::{quote_token, BfError};
-use bf_filter::{sizing::check_error_rate, Growth, MAX_EXPANSION};
+use bf_filter::{sizing::check_error_rate, Chain, Growth, MAX_EXPANSION};
 
 /// A command's arguments as byte strings; `get(0)` is the command name. Implemented for the
 /// server's argument vector and, in tests, for plain slices.
@@ -70,6 +70,17 @@ pub fn growth_words(growth: Growth) -> Vec<String> {
     match growth {
         Growth::Scaling { expansion } => vec!["EXPANSION".into(), expansion.to_string()],
         Growth::Fixed => vec!["NONSCALING".into()],
+    }
+}
+
+/// Checks that a filter answers adds and lookups: it is not being rebuilt by BF.LOADCHUNK.
+pub fn in_use(chain: &Chain) -> Result<(), BfError> {
+    match chain.restoring() {
+        None => Ok(()),
+        Some(loaded) => Err(BfError::BeingRestored {
+            loaded,
+            total: chain.dump_len(),
+        }),
     }
 }
 

@@ -535,3 +535,18 @@ pub fn pipeline<A: AsRef<[u8]>>(conn: &mut Conn, commands: &[Vec<A>]) -> Vec<Fra
     }
     commands.iter().map(|_| conn.read()).collect()
 }
+
+/// `BF.LOADCHUNK key iterator data`.
+pub fn loadchunk(conn: &mut Conn, key: &str, iterator: i64, data: &[u8]) -> Frame {
+    conn.call(&[
+        b"BF.LOADCHUNK".as_slice(),
+        key.as_bytes(),
+        iterator.to_string().as_bytes(),
+        data,
+    ])
+}
+
+/// `DEBUG DIGEST-VALUE key`: equal for equal values.
+pub fn digest(conn: &mut Conn, key: &str) -> Frame {
+    conn.call(&["DEBUG", "DIGEST-VALUE", key])
+}

@@ -15,6 +15,7 @@ use crate::redisbloom::RedisBloomOptions;
 use crate::sizing::{check_error_rate, Shape};
 use crate::sub_filter::{storage_bits, SubFilter};
 use crate::FilterError;
+use std::num::NonZeroU64;
 
 /// Items the batch operations hash at a time, into a buffer on the stack.
 const GROUP: usize = 32;
@@ -78,7 +79,12 @@ impl Format {
 pub struct Chain {
     format: Format,
     growth: Growth,
-    filters: Vec<SubFilter>,
+    /// Allocated to the exact count, so that the bytes a chain occupies depend on its sub-filters
+    /// alone, not on how it came to be (grown one by one, or loaded all at once).
+    filters: Box<[SubFilter]>,
+    /// While the chain is being rebuilt from dump chunks: one more than the dump offset where the
+    /// next data chunk must start (see `crate::dump`). `None` for a chain in use.
+    pub(crate) restoring: Option<NonZeroU64>,
 }
 
 impl Chain {
@@ -106,15 +112,15 @@ impl Chain {
         Ok(Chain {
             format: Format::Native,
             growth,
-            filters: vec![SubFilter::new(shape)?],
+            filters: Box::new([SubFilter::new(shape)?]),
+            restoring: None,
         })
     }
 
     /// A chain rebuilt from stored sub-filters, checked against the growth rule: a fixed chain
     /// has one sub-filter; in a scaling chain each sub-filter has `expansion` times the capacity
     /// and half the error of the one before it, and only the newest may have room left.
-    pub fn from_parts(growth: Growth, mut filters: Vec<SubFilter>) -> Result<Chain, FilterError> {
-        filters.shrink_to_fit();
+    pub fn from_parts(growth: Growth, filters: Vec<SubFilter>) -> Result<Chain, FilterError> {
         if filters.is_empty() {
             return Err(FilterError::Corrupt("no sub-filters"));
         }
@@ -125,7 +131,8 @@ impl Chain {
         Ok(Chain {
             format: Format::Native,
             growth,
-            filters,
+            filters: filters.into_boxed_slice(),
+            restoring: None,
         })
     }
 
@@ -136,9 +143,8 @@ impl Chain {
     pub(crate) fn imported(
         options: RedisBloomOptions,
         growth: Growth,
-        mut filters: Vec<SubFilter>,
+        filters: Vec<SubFilter>,
     ) -> Result<Chain, FilterError> {
-        filters.shrink_to_fit();
         if filters.is_empty() {
             return Err(FilterError::Corrupt("no sub-filters"));
         }
@@ -151,7 +157,8 @@ impl Chain {
         Ok(Chain {
             format: Format::RedisBloom(options),
             growth,
-            filters,
+            filters: filters.into_boxed_slice(),
+            restoring: None,
         })
     }
 
@@ -172,7 +179,8 @@ impl Chain {
         Ok(Chain {
             format: self.format,
             growth: self.growth,
-            filters,
+            filters: filters.into_boxed_slice(),
+            restoring: self.restoring,
         })
     }
 
@@ -299,8 +307,15 @@ impl Chain {
         if bytes > max_bytes {
             return Err(FilterError::TooLarge { bytes });
         }
-        self.filters.push(SubFilter::new(shape)?);
-        Ok(())
+        let added = SubFilter::new(shape)?;
+        let mut filters = std::mem::take(&mut self.filters).into_vec();
+        let room = filters.try_reserve_exact(1);
+        if room.is_ok() {
+            filters.push(added);
+        }
+        // Exactly one sub-filter more, or (out of memory) the ones it had, without reallocating.
+        self.filters = filters.into_boxed_slice();
+        room.map_err(|_| FilterError::OutOfMemory { bytes: 0 })
     }
 
     /// Starts loading the cache lines of the item's first [`PREFETCH_PROBES`] probes, newest
@@ -382,12 +397,10 @@ impl Chain {
     /// Calls `visit` with the address and length of every heap allocation the chain owns (not
     /// counting the chain itself), so the host can ask its allocator what each really costs.
     pub fn visit_allocations(&self, visit: &mut dyn FnMut(*const u8, usize)) {
-        if self.filters.capacity() > 0 {
-            visit(
-                self.filters.as_ptr().cast(),
-                self.filters.capacity() * std::mem::size_of::<SubFilter>(),
-            );
-        }
+        visit(
+            self.filters.as_ptr().cast(),
+            std::mem::size_of_val(&*self.filters),
+        );
         for filter in &self.filters {
             filter.bits().visit_allocations(visit);
         }

@@ -25,6 +25,12 @@
 //!
 //! Everything is checked before anything is allocated: a header must describe exactly what the
 //! sizing and the growth rule would have built, and a data chunk must fit its place.
+//!
+//! A header makes a chain in the *restoring* state ([`Chain::restoring`]): it takes data chunks,
+//! in order, each exactly once, and nothing else (the commands refuse adds and lookups), until the
+//! last one has arrived. A chain in use takes no data chunk at all, so no chunk can overwrite a
+//! live filter's bits. The state is part of the chain: it is stored, copied and replicated with
+//! it.
 
 use crate::bits::MAX_PIECE_BYTES;
 use crate::chain::{check_successor, Format};
@@ -33,6 +39,7 @@ use crate::redisbloom::{check_stored_link, DumpHeader, RedisBloomOptions};
 use crate::sub_filter::check_stored;
 use crate::{Chain, FilterError, Growth, Shape, SubFilter};
 use std::borrow::Cow;
+use std::num::NonZeroU64;
 
 /// The first bytes of a header.
 pub const MAGIC: [u8; 8] = *b"redis-bf";
@@ -183,16 +190,19 @@ impl Header {
         Chain::planned_bytes(self.filters.iter().map(|(shape, _)| shape))
     }
 
-    /// The described chain, with its item counts and every bit zero, ready for its chunks.
+    /// The described chain, with its item counts and every bit zero, restoring: ready for its
+    /// data chunks, from the first.
     pub fn into_chain(self) -> Result<Chain, FilterError> {
         let mut filters = Vec::with_capacity(self.filters.len());
         for (shape, items) in self.filters {
             filters.push(SubFilter::new(shape)?.with_items(items));
         }
-        match self.format {
+        let mut chain = match self.format {
             Format::Native => Chain::from_parts(self.growth, filters),
             Format::RedisBloom(options) => Chain::imported(options, self.growth, filters),
-        }
+        }?;
+        chain.restoring = NonZeroU64::new(1);
+        Ok(chain)
     }
 }
 
@@ -222,16 +232,79 @@ impl Chain {
     }
 
     /// The data chunk at dump offset `offset`, as BF.SCANDUMP hands it out; `None` unless a chunk
-    /// starts there (the end of the dump included).
+    /// starts there. (The dump's end answers `None` too: SCANDUMP answers it with `[0, ""]`.)
     pub fn chunk(&self, offset: u64) -> Option<Cow<'_, [u8]>> {
         let (index, within, len) = self.chunk_slot(offset)?;
         self.filters()[index].bits().read_bytes(within, len)
     }
 
-    /// Writes a data chunk at dump offset `offset`. The chunk must fill exactly one chunk slot
-    /// (for a filter imported from RedisBloom: lie within one sub-filter, as RedisBloom's own
-    /// chunks do); otherwise nothing is written.
+    /// While the chain is being restored from a dump: the dump offset where the next data chunk
+    /// must start (how many bytes of [`Chain::dump_len`] have arrived). `None` for a chain in use.
+    pub fn restoring(&self) -> Option<u64> {
+        self.restoring.map(|next| next.get() - 1)
+    }
+
+    /// The data chunks that rebuild what this chain holds, as (dump offset, bytes), in order:
+    /// every chunk for a chain in use, the ones that have arrived for a chain being restored.
+    /// After [`header`], they bring a new chain to exactly this state (the AOF rewrite).
+    pub fn loaded_chunks(&self) -> impl Iterator<Item = (u64, Cow<'_, [u8]>)> {
+        let end = self.restoring().unwrap_or_else(|| self.dump_len());
+        let mut offset = 0;
+        std::iter::from_fn(move || {
+            if offset >= end {
+                return None;
+            }
+            let (index, within, len) = self.chunk_slot(offset)?;
+            // A chain imported from RedisBloom may have been restored up to any byte of a slot.
+            let len = len.min((end - offset) as usize);
+            let bytes = self.filters()[index].bits().read_bytes(within, len)?;
+            let at = offset;
+            offset += len as u64;
+            Some((at, bytes))
+        })
+    }
+
+    /// Takes the next data chunk of a restore, at dump offset `offset`. The chain must be
+    /// restoring and `offset` must be where the next chunk starts; the chunk must fill exactly
+    /// one chunk slot (for a filter imported from RedisBloom: lie within one sub-filter, as
+    /// RedisBloom's own chunks do). Otherwise nothing is written. The last chunk ends the restore.
     pub fn load_chunk(&mut self, offset: u64, bytes: &[u8]) -> Result<(), FilterError> {
+        let expected = self.restoring().ok_or(FilterError::NotRestoring)?;
+        if offset != expected {
+            return Err(FilterError::ChunkOutOfOrder { expected });
+        }
+        if bytes.is_empty() {
+            return Err(FilterError::Corrupt("an empty chunk"));
+        }
+        self.write_chunk(offset, bytes)?;
+        let end = offset + bytes.len() as u64;
+        self.restoring = if end == self.dump_len() {
+            None
+        } else {
+            NonZeroU64::new(end + 1)
+        };
+        Ok(())
+    }
+
+    /// Checks that a stored restoring state can continue: the next chunk starts inside the dump,
+    /// where a chunk can start.
+    pub(crate) fn check_restoring(&self) -> Result<(), FilterError> {
+        let Some(next) = self.restoring() else {
+            return Ok(());
+        };
+        let starts_a_chunk = match self.format() {
+            Format::Native => self.chunk_slot(next).is_some(),
+            Format::RedisBloom(_) => next < self.dump_len(),
+        };
+        if !starts_a_chunk {
+            return Err(FilterError::Corrupt("restoring state out of range"));
+        }
+        Ok(())
+    }
+
+    /// Writes a data chunk at dump offset `offset`, if it fits its place (see
+    /// [`Chain::load_chunk`]).
+    fn write_chunk(&mut self, offset: u64, bytes: &[u8]) -> Result<(), FilterError> {
         if let Format::RedisBloom(_) = self.format() {
             let mut start = 0u64;
             for index in 0..self.filters().len() {
@@ -337,16 +410,79 @@ mod tests {
 
     #[test]
     fn chunks_must_fill_their_slot_exactly() {
-        let mut chain = filled(100, Growth::Scaling { expansion: 2 }, 10);
+        let source = filled(100, Growth::Scaling { expansion: 2 }, 10);
+        let mut chain = Header::parse(&header(&source))
+            .unwrap()
+            .into_chain()
+            .unwrap();
         let before = chain.clone();
         let len = chain.dump_len() as usize;
         assert!(chain.load_chunk(0, &vec![0xff; len - 1]).is_err());
         assert!(chain.load_chunk(0, &vec![0xff; len + 1]).is_err());
-        assert!(chain.load_chunk(8, &vec![0xff; len - 8]).is_err());
+        assert!(chain.load_chunk(0, &[]).is_err());
+        assert_eq!(
+            chain.load_chunk(8, &vec![0xff; len - 8]),
+            Err(FilterError::ChunkOutOfOrder { expected: 0 })
+        );
         assert!(chain.load_chunk(u64::MAX, &[0xff]).is_err());
         assert_eq!(chain, before);
         assert_eq!(chunk_offset(5, 10), None);
         assert_eq!(chunk_offset(11, 10), Some(0));
+    }
+
+    #[test]
+    fn only_a_chain_being_restored_takes_data_chunks_in_order_each_once() {
+        // 20 million items at 1%: one sub-filter of 27.6 MB, two chunks.
+        let mut source =
+            Chain::new(20_000_000, 0.01, Growth::Scaling { expansion: 2 }, u64::MAX).unwrap();
+        source.add(b"x", u64::MAX).unwrap();
+        let chunks: Vec<(u64, Vec<u8>)> = source
+            .loaded_chunks()
+            .map(|(offset, bytes)| (offset, bytes.into_owned()))
+            .collect();
+        assert_eq!(chunks.len(), 2);
+        // A chain in use takes none, not even its own.
+        let mut in_use = source.clone();
+        assert_eq!(
+            in_use.load_chunk(0, &chunks[0].1),
+            Err(FilterError::NotRestoring)
+        );
+        assert_eq!(in_use, source);
+        let mut restored = Header::parse(&header(&source))
+            .unwrap()
+            .into_chain()
+            .unwrap();
+        assert_eq!(restored.restoring(), Some(0));
+        // Out of order, then in order, then the same chunk again.
+        assert_eq!(
+            restored.load_chunk(chunks[1].0, &chunks[1].1),
+            Err(FilterError::ChunkOutOfOrder { expected: 0 })
+        );
+        restored.load_chunk(0, &chunks[0].1).unwrap();
+        assert_eq!(restored.restoring(), Some(CHUNK_BYTES));
+        assert_eq!(
+            restored.load_chunk(0, &chunks[0].1),
+            Err(FilterError::ChunkOutOfOrder {
+                expected: CHUNK_BYTES
+            })
+        );
+        // Half restored: its own chunks rebuild exactly this state.
+        let mut half = Header::parse(&header(&restored))
+            .unwrap()
+            .into_chain()
+            .unwrap();
+        for (offset, bytes) in restored.loaded_chunks() {
+            half.load_chunk(offset, &bytes).unwrap();
+        }
+        assert_eq!(half, restored);
+        // The last chunk ends the restore; then no chunk is taken any more.
+        restored.load_chunk(chunks[1].0, &chunks[1].1).unwrap();
+        assert_eq!(restored.restoring(), None);
+        assert_eq!(restored, source);
+        assert_eq!(
+            restored.load_chunk(chunks[1].0, &chunks[1].1),
+            Err(FilterError::NotRestoring)
+        );
     }
 
     #[test]

@@ -48,6 +48,13 @@ pub enum FilterError {
     CannotGrow,
     /// Stored data is inconsistent; the text names what.
     Corrupt(&'static str),
+    /// A data chunk for a filter that is not being restored from a dump (see [`dump`]).
+    NotRestoring,
+    /// A data chunk that is not the next one the restore expects (out of order, or sent twice).
+    ChunkOutOfOrder {
+        /// The dump offset where the next chunk starts.
+        expected: u64,
+    },
 }
 
 #[cfg(test)]

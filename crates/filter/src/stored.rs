@@ -12,7 +12,12 @@
 //!   unsigned capacity, double error, unsigned hash count, unsigned bits, unsigned items
 //!   the bit array as string fields, one per piece (`bits::piece_lengths` of the bits rounded
 //!   up to whole 64-bit words)
+//! unsigned  restoring              0 = in use; n = being restored, the next data chunk starts at
+//!                                  dump offset n - 1 (see `crate::dump`)   (since revision 101)
 //! ```
+//!
+//! The module stores it as encoding version 101 of its data type; version 100 is the same without
+//! the last field ([`Revision`]).
 //!
 //! Reading checks every field against what was actually read, before anything is allocated for
 //! it: the hash count and bit count must be the ones the sizing gives for the capacity and error,
@@ -25,11 +30,35 @@ use crate::chain::{check_successor, Format};
 use crate::redisbloom::{check_stored_link, RedisBloomOptions};
 use crate::sub_filter::{check_stored, storage_bits};
 use crate::{Chain, FilterError, Growth, Shape, SubFilter};
+use std::num::NonZeroU64;
 
 /// Hash family 0: xxh3-128 and the probe sequence of `crate::hash`.
 pub const HASH_FAMILY_XXH3: u64 = 0;
 /// Hash family 1: RedisBloom's, as an imported filter keeps it.
 pub const HASH_FAMILY_REDISBLOOM: u64 = 1;
+
+/// The revisions of the stored form, oldest first; the module writes the newest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Revision {
+    /// Encoding version 100: the chain alone.
+    Chain = 100,
+    /// Encoding version 101: and its restoring state.
+    Restoring = 101,
+}
+
+impl Revision {
+    /// The revision this code writes.
+    pub const NEWEST: Revision = Revision::Restoring;
+
+    /// The revision stored under an RDB encoding version, if it is one of this module's.
+    pub fn of_encoding(encver: i32) -> Option<Revision> {
+        match encver {
+            100 => Some(Revision::Chain),
+            101 => Some(Revision::Restoring),
+            _ => None,
+        }
+    }
+}
 
 /// Where stored fields come from. `None` means the input ended (or failed) before the field.
 pub trait FieldSource {
@@ -105,16 +134,23 @@ pub fn save(chain: &Chain, sink: &mut impl FieldSink) {
             sink.buffer(piece);
         }
     }
+    sink.unsigned(chain.restoring.map_or(0, |next| next.get()));
 }
 
-/// Reads a chain's fields, checking every one (see the module documentation).
-pub fn load(source: &mut impl FieldSource) -> Result<Chain, LoadError> {
+/// Reads a chain's fields as `revision` wrote them, checking every one (see the module
+/// documentation).
+pub fn load(source: &mut impl FieldSource, revision: Revision) -> Result<Chain, LoadError> {
     let family = source.unsigned().ok_or(LoadError::Truncated)?;
-    match family {
+    let mut chain = match family {
         HASH_FAMILY_XXH3 => load_native(source),
         HASH_FAMILY_REDISBLOOM => load_imported(source),
         _ => Err(LoadError::Corrupt(format!("unknown hash family {family}"))),
+    }?;
+    if revision >= Revision::Restoring {
+        chain.restoring = NonZeroU64::new(source.unsigned().ok_or(LoadError::Truncated)?);
+        chain.check_restoring()?;
     }
+    Ok(chain)
 }
 
 /// Reads an imported chain (family 1): RedisBloom's hashing and sizing, in this module's layout.
@@ -325,7 +361,7 @@ pub fn to_bytes(chain: &Chain) -> Vec<u8> {
 /// A chain from bytes written by [`to_bytes`]; trailing bytes are an error.
 pub fn from_bytes(bytes: &[u8]) -> Result<Chain, LoadError> {
     let mut fields = ByteFields::new(bytes);
-    let chain = load(&mut fields)?;
+    let chain = load(&mut fields, Revision::NEWEST)?;
     if fields.remaining() != 0 {
         return Err(LoadError::Corrupt("data after the filter".into()));
     }
@@ -353,6 +389,48 @@ mod tests {
         ] {
             assert_eq!(from_bytes(&to_bytes(&chain)), Ok(chain));
         }
+    }
+
+    #[test]
+    fn a_chain_being_restored_keeps_its_state_through_its_stored_form() {
+        let source = chain(10, Growth::Scaling { expansion: 2 }, 40);
+        let mut restoring = crate::dump::Header::parse(&crate::dump::header(&source))
+            .unwrap()
+            .into_chain()
+            .unwrap();
+        let (offset, first) = source.loaded_chunks().next().unwrap();
+        restoring.load_chunk(offset, &first).unwrap();
+        let next = restoring.restoring().unwrap();
+        assert!(next > 0);
+        let loaded = from_bytes(&to_bytes(&restoring)).unwrap();
+        assert_eq!(loaded.restoring(), Some(next));
+        assert_eq!(loaded, restoring);
+        // A state that no chunk could continue is refused: past the end, or inside a chunk.
+        for forged in [source.dump_len() + 1, next + 2] {
+            let mut bytes = to_bytes(&restoring);
+            let at = bytes.len() - 8;
+            bytes[at..].copy_from_slice(&forged.to_le_bytes());
+            assert_eq!(
+                from_bytes(&bytes),
+                Err(LoadError::Corrupt("restoring state out of range".into())),
+                "{forged}"
+            );
+        }
+    }
+
+    #[test]
+    fn revision_100_has_no_restoring_state() {
+        let source = chain(10, Growth::Scaling { expansion: 2 }, 40);
+        let mut bytes = to_bytes(&source);
+        // Revision 101 ends with the restoring field (tag and value): 0 for a chain in use.
+        let field = bytes.split_off(bytes.len() - 9);
+        assert_eq!(field, [&[1u8][..], &[0; 8]].concat());
+        let mut fields = ByteFields::new(&bytes);
+        assert_eq!(load(&mut fields, Revision::Chain), Ok(source));
+        assert_eq!(fields.remaining(), 0);
+        assert_eq!(Revision::of_encoding(100), Some(Revision::Chain));
+        assert_eq!(Revision::of_encoding(101), Some(Revision::NEWEST));
+        assert_eq!(Revision::of_encoding(4), None);
     }
 
     #[test]
