@@ -5,7 +5,7 @@
 //!
 //! | config | default | range |
 //! |---|---|---|
-//! | `bf.error-rate` | 0.01 | strictly between 0 and 1 |
+//! | `bf.error-rate` | 0.01 | 2^-1020 (8.9e-308) up to, not including, 1 |
 //! | `bf.initial-size` | 100 | 1 to 2^63 - 1 |
 //! | `bf.expansion-factor` | 2 | 1 to 32768 |
 //! | `bf.max-filter-bytes` | 1 GiB | 1 KiB and up |
@@ -148,7 +148,7 @@ impl Setting {
 
     fn range(self) -> &'static str {
         match self {
-            Setting::ErrorRate => "a number strictly between 0 and 1",
+            Setting::ErrorRate => "a number from 8.900295434028806e-308 up to, not including, 1",
             Setting::InitialSize => "a whole number from 1 to 9223372036854775807",
             Setting::ExpansionFactor => "a whole number from 1 to 32768",
             Setting::MaxFilterBytes => "a size of at least 1024 bytes (units kb, mb, gb allowed)",
@@ -431,7 +431,9 @@ mod tests {
         assert_eq!(
             apply_load_arguments(&[b"ERROR_RATE", b"2"]),
             Err(
-                "bad value '2' for bf.error-rate: must be a number strictly between 0 and 1".into()
+                "bad value '2' for bf.error-rate: must be a number from 8.900295434028806e-308 \
+                 up to, not including, 1"
+                    .into()
             )
         );
         assert!(apply_load_arguments(&[b"colour", b"blue"])

@@ -4,7 +4,7 @@
 //! these texts literally; change one only together with its test and the README.
 
 use crate::config::SizeLimit;
-use bf_filter::{FilterError, MAX_EXPANSION};
+use bf_filter::{sizing::MIN_ERROR_RATE, FilterError, MAX_EXPANSION};
 use std::fmt;
 
 /// An error reply.
@@ -18,7 +18,7 @@ pub enum BfError {
     NotFound,
     /// A NONSCALING filter holds its capacity and the item is new.
     NonScalingFull,
-    /// The error rate is not a number strictly between 0 and 1.
+    /// The error rate is not a number from `MIN_ERROR_RATE` (2^-1020) up to, not including, 1.
     BadErrorRate,
     /// The capacity is not a whole number from 1 to `i64::MAX` (what BF.INFO can report).
     BadCapacity,
@@ -42,7 +42,8 @@ pub enum BfError {
     TooLarge { bytes: u64, limit: u64 },
     /// The server had no memory for the filter (the try-allocate API said so).
     OutOfMemory { bytes: u64 },
-    /// The filter (or its growth) would need `bytes` more than `maxmemory` leaves.
+    /// The filter (or its growth) would need `bytes` more than `maxmemory` leaves, under a policy
+    /// that refuses such a write (Redis's own `OOM` code).
     OverMaxMemory {
         bytes: u64,
         maxmemory: u64,
@@ -92,9 +93,11 @@ impl fmt::Display for BfError {
             BfError::ItemExists => f.write_str("ERR item exists"),
             BfError::NotFound => f.write_str("ERR not found"),
             BfError::NonScalingFull => f.write_str("ERR non scaling filter is full"),
-            BfError::BadErrorRate => {
-                f.write_str("ERR bad error rate: must be a number strictly between 0 and 1")
-            }
+            BfError::BadErrorRate => write!(
+                f,
+                "ERR bad error rate: must be a number from {MIN_ERROR_RATE:?} up to, not \
+                 including, 1"
+            ),
             BfError::BadCapacity => {
                 f.write_str("ERR bad capacity: must be a whole number from 1 to 9223372036854775807")
             }
@@ -125,7 +128,7 @@ impl fmt::Display for BfError {
                 used,
             } => write!(
                 f,
-                "ERR filter would need {bytes} more bytes, more than maxmemory leaves \
+                "OOM filter would need {bytes} more bytes, more than maxmemory leaves \
                  ({used} of {maxmemory} bytes used)"
             ),
             BfError::CannotGrow => f.write_str(
@@ -213,7 +216,9 @@ mod tests {
         for err in all {
             let text = err.to_string();
             assert!(
-                text.starts_with("ERR ") || text.starts_with("WRONGTYPE "),
+                text.starts_with("ERR ")
+                    || text.starts_with("WRONGTYPE ")
+                    || text.starts_with("OOM "),
                 "{text}"
             );
             assert!(!text.contains('\n') && !text.contains('\r'));

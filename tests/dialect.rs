@@ -243,7 +243,7 @@ fn insert_refuses_bad_grammar_with_exact_errors() {
         ),
         (
             &["ERROR", "1.5", "ITEMS", "a"],
-            "ERR bad error rate: must be a number strictly between 0 and 1",
+            "ERR bad error rate: must be a number from 8.900295434028806e-308 up to, not including, 1",
         ),
         (
             &["CAPACITY", "0", "ITEMS", "a"],
@@ -513,12 +513,12 @@ fn configs_read_and_write_and_refuse_bad_values() {
         (
             "bf.error-rate",
             "1",
-            "bad value '1' for bf.error-rate: must be a number strictly between 0 and 1",
+            "bad value '1' for bf.error-rate: must be a number from 8.900295434028806e-308 up to, not including, 1",
         ),
         (
             "bf.error-rate",
             "nan",
-            "bad value 'nan' for bf.error-rate: must be a number strictly between 0 and 1",
+            "bad value 'nan' for bf.error-rate: must be a number from 8.900295434028806e-308 up to, not including, 1",
         ),
         (
             "bf.initial-size",
@@ -619,7 +619,7 @@ fn config_directives_after_loadmodule_apply_too() {
 #[test]
 fn a_bad_load_argument_stops_the_module_loading_with_a_reason() {
     let cases: [(&[&str], &str); 4] = [
-        (&["error-rate", "2"], "bf: refusing to load: bad value '2' for bf.error-rate: must be a number strictly between 0 and 1"),
+        (&["error-rate", "2"], "bf: refusing to load: bad value '2' for bf.error-rate: must be a number from 8.900295434028806e-308 up to, not including, 1"),
         (&["INITIAL_SIZE", "0"], "bf: refusing to load: bad value '0' for bf.initial-size: must be a whole number from 1 to 9223372036854775807"),
         (&["colour", "blue"], "bf: refusing to load: unknown module argument 'colour'"),
         (&["expansion-factor"], "bf: refusing to load: module argument 'expansion-factor' needs a value"),
@@ -718,7 +718,9 @@ fn a_chain_whose_error_rate_would_underflow_refuses_to_grow() {
 fn insert_refuses_bad_numbers_like_reserve() {
     let server = Server::start();
     let mut conn = server.conn();
-    let bad_error = Frame::error("ERR bad error rate: must be a number strictly between 0 and 1");
+    let bad_error = Frame::error(
+        "ERR bad error rate: must be a number from 8.900295434028806e-308 up to, not including, 1",
+    );
     for error in ["nan", "inf", "1e400", "10abc", "0", "1"] {
         assert_eq!(
             conn.call(&["BF.INSERT", "k", "ERROR", error, "ITEMS", "a"]),
@@ -753,7 +755,7 @@ fn config_set_refuses_partial_numbers() {
     let mut conn = server.conn();
     assert_eq!(
         conn.call(&["CONFIG", "SET", "bf.error-rate", "0.01abc"]),
-        Frame::error("ERR CONFIG SET failed (possibly related to argument 'bf.error-rate') - bad value '0.01abc' for bf.error-rate: must be a number strictly between 0 and 1")
+        Frame::error("ERR CONFIG SET failed (possibly related to argument 'bf.error-rate') - bad value '0.01abc' for bf.error-rate: must be a number from 8.900295434028806e-308 up to, not including, 1")
     );
     assert_eq!(
         conn.call(&["CONFIG", "SET", "bf.error-rate", "1e-20"]),
@@ -800,6 +802,100 @@ fn a_percent_sign_in_a_load_argument_is_logged_as_text() {
     };
     assert!(
         log.contains("bad value '%s%s%s%n%n' for bf.error-rate"),
+        "{log}"
+    );
+}
+
+#[test]
+fn every_accepted_error_rate_makes_a_filter_that_can_grow_and_the_floor_is_checked_everywhere() {
+    const FLOOR: &str = "8.900295434028806e-308"; // 2^-1020
+    const BELOW: &str = "8.900295434028805e-308"; // the double just under it
+    let server = Server::start();
+    let mut conn = server.conn();
+    let bad_error = Frame::error(
+        "ERR bad error rate: must be a number from 8.900295434028806e-308 up to, not including, 1",
+    );
+    for below in [BELOW, "1e-310", "5e-324"] {
+        for command in [
+            &["BF.RESERVE", "k", below, "100"][..],
+            &["BF.RESERVE", "k", below, "100", "NONSCALING"],
+            &["BF.INSERT", "k", "ERROR", below, "ITEMS", "a"],
+            &["BF.INSERT", "k", "ERROR", below, "NONSCALING", "ITEMS", "a"],
+        ] {
+            assert_eq!(conn.call(command), bad_error, "{command:?}");
+        }
+        assert_eq!(
+            conn.call(&["CONFIG", "SET", "bf.error-rate", below]),
+            Frame::error(&format!(
+                "ERR CONFIG SET failed (possibly related to argument 'bf.error-rate') - bad value \
+                 '{below}' for bf.error-rate: must be a number from 8.900295434028806e-308 up to, \
+                 not including, 1"
+            ))
+        );
+    }
+    assert_eq!(conn.call(&["EXISTS", "k"]), Frame::Int(0));
+    // At the floor: created (each way) and grown.
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "k", FLOOR, "1", "EXPANSION", "1"]),
+        Frame::ok()
+    );
+    assert_eq!(
+        conn.call(&["BF.MADD", "k", "a", "b"]),
+        Frame::Array(vec![Frame::Int(1); 2])
+    );
+    assert_eq!(
+        conn.call(&["BF.INFO", "k", "FILTERS"]),
+        Frame::Array(vec![Frame::Int(2)])
+    );
+    assert_eq!(
+        conn.call(&[
+            "BF.INSERT",
+            "i",
+            "ERROR",
+            FLOOR,
+            "CAPACITY",
+            "1",
+            "ITEMS",
+            "a",
+            "b"
+        ]),
+        Frame::Array(vec![Frame::Int(1); 2])
+    );
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "n", FLOOR, "10", "NONSCALING"]),
+        Frame::ok()
+    );
+    assert_eq!(
+        conn.call(&["CONFIG", "SET", "bf.error-rate", FLOOR]),
+        Frame::ok()
+    );
+    assert_eq!(
+        conn.call(&["CONFIG", "SET", "bf.initial-size", "1"]),
+        Frame::ok()
+    );
+    assert_eq!(
+        conn.call(&["BF.MADD", "auto", "a", "b"]),
+        Frame::Array(vec![Frame::Int(1); 2])
+    );
+    assert_eq!(
+        conn.call(&["BF.INFO", "auto", "FILTERS"]),
+        Frame::Array(vec![Frame::Int(2)])
+    );
+    // As a load argument: the floor loads, the double under it does not.
+    let server = Server::with(Options::default().module_args(&["error-rate", FLOOR]));
+    assert_eq!(
+        server
+            .conn()
+            .call(&["CONFIG", "GET", "bf.error-rate"])
+            .items()[1]
+            .text(),
+        FLOOR
+    );
+    let log = Server::try_with(Options::default().module_args(&["error-rate", BELOW]))
+        .err()
+        .expect("loaded with an error rate under the floor");
+    assert!(
+        log.contains(&format!("bad value '{BELOW}' for bf.error-rate")),
         "{log}"
     );
 }

@@ -1,10 +1,12 @@
-//! The server's memory is not the client's to take: filters that could not fit under maxmemory
-//! are refused up front, a server out of memory refuses writes, and an allocation the operating
-//! system refuses becomes an error reply instead of an abort.
+//! The server's memory is not the client's to take: where the server would refuse a write that
+//! passes maxmemory (`noeviction`, or a `volatile-*` policy with nothing to evict), a filter that
+//! could not fit is refused up front with Redis's own `OOM` code; under an eviction policy filters
+//! grow like native writes and the server evicts; a server out of memory refuses writes; and an
+//! allocation the operating system refuses becomes an error reply instead of an abort.
 
 mod common;
 
-use common::{Frame, Options, Server};
+use common::{Conn, Frame, Options, Server};
 
 fn error_text(frame: Frame) -> String {
     match frame {
@@ -14,7 +16,7 @@ fn error_text(frame: Frame) -> String {
 }
 
 #[test]
-fn a_filter_that_cannot_fit_under_maxmemory_is_refused_up_front() {
+fn under_noeviction_a_filter_that_cannot_fit_under_maxmemory_is_refused_up_front() {
     let options = Options::default()
         .config("maxmemory", "64mb")
         .config("maxmemory-policy", "noeviction")
@@ -24,13 +26,13 @@ fn a_filter_that_cannot_fit_under_maxmemory_is_refused_up_front() {
     // 100 million items at 1%: 138 MB, past what 64 MB leaves.
     let text = error_text(conn.call(&["BF.RESERVE", "big", "0.01", "100000000"]));
     assert!(
-        text.starts_with("ERR filter would need 1378")
+        text.starts_with("OOM filter would need 1378")
             && text.contains("more than maxmemory leaves ("),
         "{text}"
     );
     assert!(text.ends_with(" of 67108864 bytes used)"), "{text}");
     let text = error_text(conn.call(&["BF.INSERT", "big", "CAPACITY", "100000000", "ITEMS", "a"]));
-    assert!(text.contains("more than maxmemory leaves"), "{text}");
+    assert!(text.starts_with("OOM filter would need"), "{text}");
     assert_eq!(conn.call(&["EXISTS", "big"]), Frame::Int(0));
     // Growth too: a filter that fits (6.9 MB), grown until its next sub-filter (55 MB, with
     // EXPANSION 8) would not.
@@ -49,7 +51,7 @@ fn a_filter_that_cannot_fit_under_maxmemory_is_refused_up_front() {
         }
         assert!(next < 6_000_000, "never refused");
     };
-    assert!(refused.contains("more than maxmemory leaves"), "{refused}");
+    assert!(refused.starts_with("OOM filter would need"), "{refused}");
     assert_eq!(
         conn.call(&["BF.INFO", "g", "FILTERS"]),
         Frame::Array(vec![Frame::Int(1)])
@@ -121,4 +123,117 @@ fn an_allocation_the_system_refuses_is_an_error_not_a_crash() {
         Frame::ok()
     );
     assert_eq!(conn.call(&["BF.ADD", "ok", "x"]), Frame::Int(1));
+}
+
+/// Fills the server with 1 MB strings `s0`, `s1`... until `used_memory` is within 4 MB of
+/// `maxmemory` (30 MB); returns how many.
+fn fill_with_strings(conn: &mut Conn) -> usize {
+    let value = vec![b'x'; 1 << 20];
+    let mut count = 0;
+    while common::used_memory(conn) < 26 << 20 {
+        let key = format!("s{count}");
+        assert_eq!(
+            conn.call(&[b"SET".as_slice(), key.as_bytes(), &value]),
+            Frame::ok()
+        );
+        count += 1;
+    }
+    count
+}
+
+/// A connection subscribed to the keyspace event of evictions.
+fn evictions(server: &Server) -> Conn {
+    let mut conn = server.conn();
+    assert_eq!(
+        conn.call(&["CONFIG", "SET", "notify-keyspace-events", "Ee"]),
+        Frame::ok()
+    );
+    let subscribed = conn.call(&["SUBSCRIBE", "__keyevent@0__:evicted"]);
+    assert_eq!(subscribed.items()[0], Frame::bulk("subscribe"));
+    conn
+}
+
+/// The next evicted key the subscriber hears of.
+fn next_evicted(subscriber: &mut Conn) -> String {
+    let message = subscriber.read().items();
+    assert_eq!(message[0], Frame::bulk("message"));
+    message[2].text()
+}
+
+fn thirty_megabytes(policy: &str) -> Options {
+    Options::default()
+        .config("maxmemory", "30mb")
+        .config("maxmemory-policy", policy)
+}
+
+#[test]
+fn under_an_eviction_policy_filters_are_made_and_grow_and_the_server_evicts() {
+    let server = Server::with(thirty_megabytes("allkeys-lru"));
+    let mut conn = server.conn();
+    let mut subscriber = evictions(&server);
+    let strings = fill_with_strings(&mut conn);
+    // 7 million items at 1%: 9.6 MB, more than maxmemory leaves. A native SET of that size
+    // would run and make the server evict: so does the filter.
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "f", "0.01", "7000000"]),
+        Frame::ok()
+    );
+    assert_eq!(conn.call(&["BF.ADD", "f", "x"]), Frame::Int(1));
+    let evicted = next_evicted(&mut subscriber);
+    assert!(
+        evicted.starts_with('s') && evicted[1..].parse::<usize>().unwrap() < strings,
+        "{evicted}"
+    );
+    assert_eq!(conn.call(&["BF.EXISTS", "f", "x"]), Frame::Int(1));
+    // Growth too: a 1.4 MB filter grown by EXPANSION 8 to an 11 MB second sub-filter.
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "g", "0.01", "1000000", "EXPANSION", "8"]),
+        Frame::ok()
+    );
+    for start in (0..1_000_001).step_by(10_000) {
+        let mut madd = vec!["BF.MADD".to_string(), "g".to_string()];
+        madd.extend((start..start + 10_000).map(|i| format!("i{i}")));
+        let reply = conn.call(&madd).items();
+        assert!(!reply.iter().any(Frame::is_error), "{:?}", reply.last());
+    }
+    assert_eq!(
+        conn.call(&["BF.INFO", "g", "FILTERS"]),
+        Frame::Array(vec![Frame::Int(2)])
+    );
+    let evicted: i64 = server.info_field("stats", "evicted_keys").parse().unwrap();
+    assert!(evicted >= 10, "{evicted} keys evicted");
+    // The server made room: it is back under maxmemory.
+    assert!(common::used_memory(&mut conn) <= 30 << 20);
+}
+
+#[test]
+fn under_a_volatile_policy_a_filter_is_refused_only_while_no_key_can_be_evicted() {
+    let server = Server::with(thirty_megabytes("volatile-lru"));
+    let mut conn = server.conn();
+    let mut subscriber = evictions(&server);
+    let strings = fill_with_strings(&mut conn);
+    // No key has a time to live: the server would refuse a native write past maxmemory, and
+    // the filter is refused up front with its code.
+    let reply = conn.call(&["BF.RESERVE", "f", "0.01", "7000000"]);
+    let Frame::Error(text) = reply else {
+        panic!("accepted: {reply:?}")
+    };
+    assert!(
+        text.starts_with("OOM filter would need ") && text.ends_with(" of 31457280 bytes used)"),
+        "{text}"
+    );
+    assert_eq!(conn.call(&["EXISTS", "f"]), Frame::Int(0));
+    // Once keys can expire, the server can evict them: the filter is made.
+    for i in 0..strings {
+        assert_eq!(
+            conn.call(&["EXPIRE", &format!("s{i}"), "3600"]),
+            Frame::Int(1)
+        );
+    }
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "f", "0.01", "7000000"]),
+        Frame::ok()
+    );
+    assert_eq!(conn.call(&["PING"]), Frame::simple("PONG"));
+    assert!(next_evicted(&mut subscriber).starts_with('s'));
 }

@@ -804,3 +804,77 @@ fn fields_of_debug(conn: &mut Conn, key: &str) -> Vec<std::collections::HashMap<
         .map(|line| fields(&line.text()))
         .collect()
 }
+
+/// The SCANDUMP header RedisBloom 2.4 writes for `BF.RESERVE k <2 * error> 1 EXPANSION 1` before
+/// any add: one link of one item at `error`, 64 bits.
+fn one_item_link_header(error: f64) -> Vec<u8> {
+    let bits_per_item = -error.ln() / 0.480453013918201;
+    #[allow(clippy::approx_constant)] // RedisBloom's digits, not std's LN_2
+    let hashes = (0.693147180559945 * bits_per_item).ceil() as u32;
+    let mut header = Vec::new();
+    header.extend(0u64.to_le_bytes()); // items
+    header.extend(1u32.to_le_bytes()); // links
+    header.extend(5u32.to_le_bytes()); // options: 64-bit hashing, no rounding
+    header.extend(1u32.to_le_bytes()); // growth
+    header.extend(8u64.to_le_bytes()); // bytes
+    header.extend(64u64.to_le_bytes()); // bits
+    header.extend(0u64.to_le_bytes()); // items in the link
+    header.extend(error.to_le_bytes());
+    header.extend(bits_per_item.to_le_bytes());
+    header.extend(hashes.to_le_bytes());
+    header.extend(1u64.to_le_bytes()); // capacity
+    header.push(0); // n2
+    header
+}
+
+#[test]
+fn an_imported_expansion_1_chain_grows_as_far_as_redisbloom_let_it() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    // RedisBloom 2.4.23 grew this chain to 1,067 sub-filters (the last at the smallest subnormal
+    // error rate) before its adds failed; this module's own chains stop at 1,015.
+    assert_eq!(
+        loadchunk(&mut conn, "rb", 1, &one_item_link_header(0.005)),
+        Frame::ok()
+    );
+    assert_eq!(loadchunk(&mut conn, "rb", 9, &[0; 8]), Frame::ok());
+    let mut next = 0;
+    let refused = loop {
+        let mut madd = vec!["BF.MADD".to_string(), "rb".to_string()];
+        madd.extend((next..next + 1000).map(|i| format!("item:{i}")));
+        next += 1000;
+        if let Some(Frame::Error(text)) = conn.call(&madd).items().pop() {
+            break text;
+        }
+        assert!(next < 100_000, "never refused");
+    };
+    assert_eq!(
+        refused,
+        "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of range"
+    );
+    assert_eq!(
+        info_field(&mut conn, "rb", "Number of filters"),
+        Frame::Int(1067)
+    );
+    let lines = conn.call(&["BF.DEBUG", "rb"]).items();
+    let last = lines.last().unwrap().text();
+    assert!(last.contains(" bits:1600 hashes:1075 "), "{last}");
+    // A native chain asked for the same stops at the normal range.
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "native", "0.01", "1", "EXPANSION", "1"]),
+        Frame::ok()
+    );
+    let mut next = 0;
+    loop {
+        let mut madd = vec!["BF.MADD".to_string(), "native".to_string()];
+        madd.extend((next..next + 1000).map(|i| format!("item:{i}")));
+        next += 1000;
+        if let Some(Frame::Error(_)) = conn.call(&madd).items().pop() {
+            break;
+        }
+    }
+    assert_eq!(
+        info_field(&mut conn, "native", "Number of filters"),
+        Frame::Int(1015)
+    );
+}

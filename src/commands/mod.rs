@@ -9,7 +9,7 @@ pub mod info;
 pub mod reserve;
 
 use crate::error::{quote_token, BfError};
-use bf_filter::{sizing::check_error_rate, Chain, Growth, MAX_EXPANSION};
+use bf_filter::{sizing::check_requested_error_rate, Chain, Growth, MAX_EXPANSION};
 
 /// A command's arguments as byte strings; `get(0)` is the command name. Implemented for the
 /// server's argument vector and, in tests, for plain slices.
@@ -30,13 +30,14 @@ impl<'a> Args<'a> for &'a [&'a [u8]] {
     }
 }
 
-/// An error rate: a decimal number strictly between 0 and 1, parsed in full.
+/// An error rate: a decimal number from `MIN_ERROR_RATE` (2^-1020) up to, not including, 1,
+/// parsed in full.
 pub fn parse_error_rate(token: &[u8]) -> Result<f64, BfError> {
     let error = std::str::from_utf8(token)
         .ok()
         .and_then(|text| text.parse::<f64>().ok())
         .ok_or(BfError::BadErrorRate)?;
-    check_error_rate(error).map_err(|_| BfError::BadErrorRate)?;
+    check_requested_error_rate(error).map_err(|_| BfError::BadErrorRate)?;
     Ok(error)
 }
 

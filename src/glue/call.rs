@@ -122,9 +122,9 @@ impl<'a> Call<'a> {
         true
     }
 
-    /// What a filter this command creates or grows may take: `bf.max-filter-bytes` and the room
-    /// under `maxmemory`; no limit for a command from a primary or an AOF, which must apply as it
-    /// did where it was first run.
+    /// What a filter this command creates or grows may take: `bf.max-filter-bytes`, and the room
+    /// under `maxmemory` where the server would refuse a write that passes it; no limit for a
+    /// command from a primary or an AOF, which must apply as it did where it was first run.
     pub fn size_limit(&self) -> SizeLimit {
         if self.is_replay() {
             SizeLimit::unlimited()
@@ -133,10 +133,14 @@ impl<'a> Call<'a> {
         }
     }
 
-    /// `maxmemory` and the memory in use, if a maxmemory is set.
+    /// `maxmemory` and the memory in use, if a maxmemory is set and the server would refuse a
+    /// write that passes it: under `noeviction`, or a `volatile-*` policy with no key to evict.
+    /// Under an eviction policy the module leaves room-making to the server, as a native write of
+    /// the same size does: the command runs and the server evicts.
     fn memory(&self) -> Option<(u64, u64)> {
-        // SAFETY: a valid context; the server-info data is freed before returning.
-        unsafe {
+        // SAFETY: a valid context; the server-info data is freed before returning, and the policy
+        // text is copied before that.
+        let (memory, policy) = unsafe {
             // Cheap first: the ratio is 0 when no maxmemory is set.
             if raw::RedisModule_GetUsedMemoryRatio?() <= 0.0 {
                 return None;
@@ -155,8 +159,48 @@ impl<'a> Call<'a> {
                 (err == 0).then_some(value)
             };
             let memory = field(c"maxmemory").zip(field(c"used_memory"));
+            let policy =
+                raw::RedisModule_ServerInfoGetFieldC.unwrap()(info, c"maxmemory_policy".as_ptr());
+            let policy = (!policy.is_null()).then(|| CStr::from_ptr(policy).to_bytes().to_vec());
             raw::RedisModule_FreeServerInfo.unwrap()(self.ctx, info);
-            memory.filter(|&(maxmemory, _)| maxmemory > 0)
+            (memory, policy)
+        };
+        let refuses = match policy.as_deref() {
+            Some(b"noeviction") => true,
+            Some(policy) if policy.starts_with(b"volatile-") => !self.has_volatile_keys(),
+            _ => false,
+        };
+        memory.filter(|&(maxmemory, _)| maxmemory > 0 && refuses)
+    }
+
+    /// True if some key of some database has a time to live: what a `volatile-*` policy evicts.
+    fn has_volatile_keys(&self) -> bool {
+        // SAFETY: a valid context; "c" takes one NUL-terminated string; the reply is read before
+        // it is freed.
+        unsafe {
+            let reply = raw::RedisModule_Call.unwrap()(
+                self.ctx,
+                c"INFO".as_ptr(),
+                c"c".as_ptr(),
+                c"keyspace".as_ptr(),
+            );
+            if reply.is_null() {
+                // Unknown: let the server decide, as it does for its own writes.
+                return true;
+            }
+            let mut len = 0;
+            let text = raw::RedisModule_CallReplyStringPtr.unwrap()(reply, &mut len);
+            let found = !text.is_null() && {
+                let text = std::slice::from_raw_parts(text.cast::<u8>(), len);
+                // "db0:keys=3,expires=1,avg_ttl=..." per database that has keys.
+                text.split(|&byte| byte == b',').any(|field| {
+                    field
+                        .strip_prefix(b"expires=")
+                        .is_some_and(|count| count != b"0")
+                })
+            };
+            raw::RedisModule_FreeCallReply.unwrap()(reply);
+            found
         }
     }
 

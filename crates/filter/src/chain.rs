@@ -12,7 +12,7 @@
 use crate::bits::BitStore;
 use crate::hash::{Hashing, ItemHash, Mixed, Plain, Plain32, Probing};
 use crate::redisbloom::RedisBloomOptions;
-use crate::sizing::{check_error_rate, Shape};
+use crate::sizing::{check_requested_error_rate, Shape};
 use crate::sub_filter::{storage_bits, SubFilter};
 use crate::FilterError;
 use std::num::NonZeroU64;
@@ -96,7 +96,7 @@ impl Chain {
         growth: Growth,
         max_bytes: u64,
     ) -> Result<Chain, FilterError> {
-        check_error_rate(error)?;
+        check_requested_error_rate(error)?;
         if capacity > MAX_CAPACITY {
             return Err(FilterError::BadCapacity);
         }
@@ -498,11 +498,12 @@ fn next_shape(growth: Growth, newest: &Shape) -> Result<Shape, FilterError> {
         .capacity
         .checked_mul(u64::from(expansion))
         .ok_or(FilterError::CannotGrow)?;
-    let error = newest.error / 2.0;
-    if !error.is_normal() {
+    // The next error rate, half of this one, must be a normal double: compared before the
+    // division, which could round a value just under the normal range up into it.
+    if newest.error < 2.0 * f64::MIN_POSITIVE {
         return Err(FilterError::CannotGrow);
     }
-    Shape::new(capacity, error)
+    Shape::new(capacity, newest.error / 2.0)
 }
 
 #[cfg(test)]
@@ -515,6 +516,26 @@ mod tests {
         let next = next_shape(Growth::Scaling { expansion: 4 }, &newest).unwrap();
         assert_eq!(next, Shape::new(40, 0.0025).unwrap());
         assert_eq!(next_shape(Growth::Fixed, &newest), Err(FilterError::Full));
+    }
+
+    #[test]
+    fn a_scaling_chain_at_the_smallest_error_rate_grows_once() {
+        use crate::sizing::MIN_ERROR_RATE;
+        let growth = Growth::Scaling { expansion: 1 };
+        let mut chain = Chain::new(1, MIN_ERROR_RATE, growth, u64::MAX).unwrap();
+        assert_eq!(chain.add(b"a", u64::MAX), Ok(true));
+        assert_eq!(chain.add(b"b", u64::MAX), Ok(true));
+        assert_eq!(chain.filters().len(), 2);
+        assert_eq!(chain.filters()[1].shape().error, f64::MIN_POSITIVE);
+        assert_eq!(chain.add(b"c", u64::MAX), Err(FilterError::CannotGrow));
+        // Just under the floor, the chain could not have grown: it is refused.
+        let below = f64::from_bits(MIN_ERROR_RATE.to_bits() - 1);
+        assert_eq!(
+            Chain::new(1, below, growth, u64::MAX),
+            Err(FilterError::BadErrorRate)
+        );
+        let first = Shape::new(1, below / 2.0).unwrap();
+        assert_eq!(next_shape(growth, &first), Err(FilterError::CannotGrow));
     }
 
     #[test]

@@ -229,6 +229,12 @@ pub(crate) fn check_stored_link(
 /// The sub-filter RedisBloom adds to a full chain: `capacity * growth` items at half the newest
 /// one's error, rounded up to a power of two (capacity raised to fill it) unless the chain has
 /// flag 1.
+///
+/// RedisBloom goes on halving into the subnormal doubles and stops only when the error reaches 0
+/// (its sizing refuses an error of 0): an EXPANSION 1 chain started at 1% grows to 1,067
+/// sub-filters there (this module's own chains stop at the normal range: 1,015). Imported
+/// chains grow as far as RedisBloom let them. (Where RedisBloom's capacity multiplication would
+/// wrap around, growth is refused instead.)
 pub fn next_link(
     options: RedisBloomOptions,
     growth: Growth,
@@ -242,7 +248,7 @@ pub fn next_link(
         .checked_mul(u64::from(expansion))
         .ok_or(FilterError::CannotGrow)?;
     let error = newest.error * 0.5;
-    if !error.is_normal() {
+    if error <= 0.0 {
         return Err(FilterError::CannotGrow);
     }
     if !options.rounds() {
@@ -547,6 +553,33 @@ mod tests {
             next_link(options(13), Growth::Fixed, &newest),
             Err(FilterError::Full)
         );
+    }
+
+    #[test]
+    fn imported_chains_grow_as_far_as_redisbloom_let_them() {
+        // RedisBloom 2.4.23, BF.RESERVE k E 1 EXPANSION 1, one distinct item per add: the number
+        // of sub-filters when growth first failed (measured), for E = 0.01, 0.5 and 1e-300.
+        for (requested, links) in [(0.01, 1067), (0.5, 1073), (1e-300, 78)] {
+            let shape = Shape::new(1, requested * 0.5).unwrap();
+            let first = SubFilter::new(shape).unwrap();
+            let growth = Growth::Scaling { expansion: 1 };
+            let mut chain = Chain::imported(options(5), growth, vec![first]).unwrap();
+            let mut item = 0u64;
+            let refused = loop {
+                item += 1;
+                match chain.add(&item.to_le_bytes(), u64::MAX) {
+                    Ok(_) => {}
+                    Err(err) => break err,
+                }
+            };
+            assert_eq!(refused, FilterError::CannotGrow);
+            assert_eq!(chain.filters().len(), links, "{requested}");
+            // The last one is at the smallest subnormal error, as RedisBloom's BF.DEBUG showed
+            // (ratio:4.94066e-324, 1,075 hashes, 1,600 bits).
+            let last = chain.filters()[links - 1].shape();
+            assert_eq!(last.error, f64::from_bits(1));
+            assert_eq!((last.hash_count, last.bits), (1075, 1600));
+        }
     }
 
     /// RDB fields of a one-sub-filter chain, as ByteFields reads them.

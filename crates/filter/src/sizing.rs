@@ -29,7 +29,27 @@ pub fn hash_count(error: f64) -> u32 {
     (LN_2 * bits_per_item(error)).ceil() as u32
 }
 
-/// Checks that `error` is a usable false-positive rate: a finite number strictly between 0 and 1.
+/// The smallest error rate a filter may be asked for: 2^-1020, about 8.9e-308. A scaling
+/// filter's first sub-filter is built for half the rate and the next for a quarter; a sub-filter
+/// is only added while its error rate is a normal double (the sizing's logarithms and the halving
+/// stay exact), so below this a scaling filter could not grow even once. Every rate from here up
+/// makes a filter that can be created and can grow (until its error leaves the normal range:
+/// 2 sub-filters at the floor, about 70 at 1e-300, over a thousand at 1%).
+pub const MIN_ERROR_RATE: f64 = 4.0 * f64::MIN_POSITIVE;
+
+/// Checks that an error rate asked for (by a command or a config) is one a filter can be built
+/// and grown for: from [`MIN_ERROR_RATE`] up to, not including, 1.
+pub fn check_requested_error_rate(error: f64) -> Result<(), FilterError> {
+    if (MIN_ERROR_RATE..1.0).contains(&error) {
+        Ok(())
+    } else {
+        Err(FilterError::BadErrorRate)
+    }
+}
+
+/// Checks that `error` is a usable false-positive rate for a sub-filter: a finite number strictly
+/// between 0 and 1 (sub-filters of a grown chain, and imported ones, go below
+/// [`MIN_ERROR_RATE`]).
 pub fn check_error_rate(error: f64) -> Result<(), FilterError> {
     if error.is_finite() && error > 0.0 && error < 1.0 {
         Ok(())
@@ -272,6 +292,23 @@ mod tests {
                 "{error}"
             );
         }
+    }
+
+    #[test]
+    fn requested_error_rates_start_where_a_scaling_filter_can_still_grow() {
+        assert_eq!(MIN_ERROR_RATE, 2f64.powi(-1020));
+        assert_eq!(format!("{MIN_ERROR_RATE:?}"), "8.900295434028806e-308");
+        assert!(check_requested_error_rate(MIN_ERROR_RATE).is_ok());
+        let below = f64::from_bits(MIN_ERROR_RATE.to_bits() - 1);
+        for bad in [below, 1e-310, 5e-324, 0.0, 1.0, f64::NAN, -0.5] {
+            assert_eq!(
+                check_requested_error_rate(bad),
+                Err(FilterError::BadErrorRate),
+                "{bad:?}"
+            );
+        }
+        // At the floor, a scaling chain's first two sub-filters are normal doubles.
+        assert!((MIN_ERROR_RATE / 2.0).is_normal() && (MIN_ERROR_RATE / 4.0).is_normal());
     }
 
     #[test]
