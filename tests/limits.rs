@@ -237,3 +237,50 @@ fn under_a_volatile_policy_a_filter_is_refused_only_while_no_key_can_be_evicted(
     assert_eq!(conn.call(&["PING"]), Frame::simple("PONG"));
     assert!(next_evicted(&mut subscriber).starts_with('s'));
 }
+
+fn memory_field(conn: &mut Conn, name: &str) -> i64 {
+    let info = conn.call(&["INFO", "memory"]).text();
+    info.lines()
+        .find_map(|line| line.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("no {name}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_big_filter_is_created_at_once_and_still_counted_to_the_byte() {
+    let server = Server::with(Options::default().config("bf.max-filter-bytes", "1gb"));
+    let mut conn = server.conn();
+    let rss_before = memory_field(&mut conn, "used_memory_rss");
+    let used_before = memory_field(&mut conn, "used_memory");
+    // 700 million items at 1%, NONSCALING: 838.7 MB of bits. Zeroing them by hand took 0.9 s here
+    // and made the resident memory jump by all of it.
+    let start = std::time::Instant::now();
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "big", "0.01", "700000000", "NONSCALING"]),
+        Frame::ok()
+    );
+    let elapsed = start.elapsed();
+    let size = conn.call(&["BF.INFO", "big", "SIZE"]).items()[0].int();
+    assert!(size > 838_000_000, "{size}");
+    assert!(elapsed.as_secs_f64() < 1.0, "BF.RESERVE took {elapsed:?}");
+    // The server's accounting has every byte; the kernel has handed out almost none yet.
+    let used = memory_field(&mut conn, "used_memory") - used_before;
+    let rss = memory_field(&mut conn, "used_memory_rss") - rss_before;
+    assert!(
+        used >= size - 1024,
+        "used_memory grew by {used}, the filter is {size}"
+    );
+    assert!(rss < size / 10, "resident memory grew by {rss}");
+    assert!(conn.call(&["MEMORY", "USAGE", "big"]).int() >= size);
+    // Its bits read as zeros and take the items.
+    let mut madd = vec!["BF.MADD".to_string(), "big".to_string()];
+    madd.extend((0..1000).map(|i| format!("item:{i}")));
+    assert!(!conn.call(&madd).items().contains(&Frame::Int(0)));
+    assert_eq!(conn.call(&["BF.CARD", "big"]), Frame::Int(1000));
+    assert_eq!(conn.call(&["BF.EXISTS", "big", "item:7"]), Frame::Int(1));
+    assert_eq!(conn.call(&["BF.EXISTS", "big", "absent"]), Frame::Int(0));
+    assert_eq!(conn.call(&["DEL", "big"]), Frame::Int(1));
+    assert!(memory_field(&mut conn, "used_memory") - used_before < 1 << 20);
+}

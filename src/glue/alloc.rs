@@ -4,9 +4,15 @@
 //! Where the running server has the try-allocate API (`RedisModule_TryAlloc`: Redis 7.0 has it;
 //! `TryCalloc` and `TryRealloc` came later), a failed allocation comes back as a null pointer
 //! instead of aborting the server: the filter code allocates its bit arrays fallibly and answers
-//! an error. Other allocations failing abort as Redis's own do. Zeroed allocations use
-//! `TryCalloc` when there is one, otherwise `TryAlloc` and zeroing (so the pages are touched, and
-//! the memory Redis counts is the memory the process holds); realloc can grow in place.
+//! an error. Other allocations failing abort as Redis's own do; realloc can grow in place.
+//!
+//! Zeroed allocations (the bit arrays of new filters) use `TryCalloc` when the server has it.
+//! Redis 7.0 has none, and zeroing a big block by hand would stall the server (about 1.2 s for a
+//! 1 GiB filter here) and make its resident memory jump by the whole size at once: instead the
+//! page-aligned interior of a big block is handed back to the kernel with
+//! `madvise(MADV_DONTNEED)`, after which it reads as zeros and is filled in page by page as bits
+//! are set, and only the edges are zeroed by hand. The allocator still charges the whole block, so
+//! `used_memory`, `MEMORY USAGE` and `maxmemory` count every byte of it.
 
 use redis_module::raw;
 use std::alloc::{GlobalAlloc, Layout};
@@ -21,6 +27,51 @@ pub struct RedisAllocator;
 /// refused, which Rust reports as an allocation failure rather than a misaligned block.
 fn padded(layout: Layout) -> Option<usize> {
     (layout.align() <= 4096).then(|| layout.size().next_multiple_of(layout.align()))
+}
+
+/// Blocks from this size up are zeroed by giving their pages back to the kernel; smaller ones
+/// (a few pages at most) by hand.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+const LAZY_ZERO_BYTES: usize = 256 << 10;
+
+#[cfg(target_os = "linux")]
+mod kernel {
+    use std::os::raw::{c_int, c_long, c_void};
+
+    /// `MADV_DONTNEED` (4 on every Linux architecture): the range reads as zeros from then on.
+    pub const MADV_DONTNEED: c_int = 4;
+    /// `_SC_PAGESIZE` in glibc and musl.
+    pub const SC_PAGESIZE: c_int = 30;
+
+    extern "C" {
+        pub fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
+        pub fn sysconf(name: c_int) -> c_long;
+    }
+}
+
+/// Zeroes `size` bytes at `block`, lazily where the block spans whole pages (see the module
+/// documentation).
+///
+/// # Safety
+/// `block` must be valid for writes of `size` bytes, and be a private anonymous mapping's memory
+/// (what the server's allocator hands out for big blocks), so that released pages read as zeros.
+unsafe fn zero(block: *mut u8, size: usize) {
+    #[cfg(target_os = "linux")]
+    if size >= LAZY_ZERO_BYTES {
+        let page = usize::try_from(kernel::sysconf(kernel::SC_PAGESIZE)).unwrap_or(0);
+        if page.is_power_of_two() {
+            let start = (block as usize).next_multiple_of(page);
+            let end = (block as usize + size) & !(page - 1);
+            if end > start
+                && kernel::madvise(start as *mut _, end - start, kernel::MADV_DONTNEED) == 0
+            {
+                block.write_bytes(0, start - block as usize);
+                (end as *mut u8).write_bytes(0, block as usize + size - end);
+                return;
+            }
+        }
+    }
+    block.write_bytes(0, size);
 }
 
 // SAFETY (for every method): the Redis allocator functions are filled in by RedisModule_Init
@@ -51,7 +102,7 @@ unsafe impl GlobalAlloc for RedisAllocator {
             (None, Some(try_alloc), _) => {
                 let block = try_alloc(size).cast::<u8>();
                 if !block.is_null() {
-                    block.write_bytes(0, size);
+                    zero(block, size);
                 }
                 block
             }
