@@ -257,8 +257,8 @@ fn main() {
     std::fs::create_dir_all(&out).unwrap();
     let mut rows: Vec<Row> = Vec::new();
 
-    // BENCH_ONLY=commands,persistence runs some sections (core, commands, batches, memory,
-    // persistence); all by default.
+    // BENCH_ONLY=commands,persistence runs some sections (core, commands, batches, bounded,
+    // creation, memory, persistence); all by default.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let wanted = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
     if wanted("core") {
@@ -270,6 +270,12 @@ fn main() {
     }
     if wanted("batches") {
         batch_rows(&server, &mut rows);
+    }
+    if wanted("bounded") {
+        bounded_rows(&server, &mut rows);
+    }
+    if wanted("creation") {
+        creation_rows(&server, &mut rows);
     }
     if wanted("memory") {
         memory_rows(&server, &mut rows);
@@ -476,6 +482,99 @@ fn batch_rows(server: &Server, rows: &mut Vec<Row>) {
         });
     }
     conn.call(&["DEL", "huge"]);
+}
+
+/// Bounded work: a batch costs no more per item than the same items as single commands, on the
+/// chains where speculative work could blow up (a thousand sub-filters; a thousand hashes).
+fn bounded_rows(server: &Server, rows: &mut Vec<Row>) {
+    let mut conn = server.conn();
+    // 1,021 one-item sub-filters of EXPANSION 1 (adds past that are refused: the error rate of
+    // the next one would leave the range of a double).
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "long", "0.99", "1", "EXPANSION", "1"]),
+        Frame::ok()
+    );
+    for i in 0..1100 {
+        conn.call(&["BF.ADD", "long", &format!("x{i}")]);
+    }
+    // One sub-filter of 997 hashes, holding a thousand items.
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "hashes", "1e-300", "1000", "NONSCALING"]),
+        Frame::ok()
+    );
+    let mut madd = vec!["BF.MADD".to_string(), "hashes".to_string()];
+    madd.extend((0..1000).map(|i| format!("item:{i}")));
+    conn.call(&madd);
+    let mexists = |key: &str| -> Vec<String> {
+        let mut args = vec!["BF.MEXISTS".to_string(), key.to_string()];
+        args.extend((0..100).map(|_| "item:__rand_int__".to_string()));
+        args
+    };
+    for (key, label, requests) in [
+        ("long", "1,021-sub-filter chain", size(100_000) / 50),
+        ("hashes", "997-hash filter", size(1_000_000) / 20),
+    ] {
+        let batch = mexists(key);
+        let batch: Vec<&str> = batch.iter().map(String::as_str).collect();
+        let per_item = measure(server, "bf.mexists", requests, 2000, &batch).usec / 100.0;
+        let single = measure(
+            server,
+            "bf.exists",
+            requests * 20,
+            2000,
+            &["BF.EXISTS", key, "item:__rand_int__"],
+        )
+        .usec;
+        rows.push(Row {
+            group: "bounded work, us per item",
+            name: format!("BF.MEXISTS x100, {label}"),
+            value: per_item,
+            unit: "us",
+            // The same work per item either way (the batch spreads the command's own cost): 10%
+            // for the noise between two runs.
+            target: Some(("BF.EXISTS of one item".into(), single, 1.1)),
+        });
+    }
+    conn.call(&["DEL", "long", "hashes"]);
+}
+
+/// Creating a big filter: time per GiB of BF.RESERVE, against the server zeroing the same bytes
+/// for a string (`SETRANGE` of 512 MB, Redis's largest string), which is what creating a filter
+/// cost before its memory was zeroed lazily.
+fn creation_rows(server: &Server, rows: &mut Vec<Row>) {
+    let mut conn = server.conn();
+    let items = size(800_000_000);
+    let mut index = 0;
+    let mut bytes = 0;
+    let reserve = seconds(|| {
+        index += 1;
+        let key = format!("create:{index}");
+        assert_eq!(
+            conn.call(&["BF.RESERVE", &key, "0.01", &items.to_string(), "NONSCALING"]),
+            Frame::ok()
+        );
+        bytes = conn.call(&["BF.INFO", &key, "SIZE"]).items()[0].int();
+        conn.call(&["DEL", &key]);
+    });
+    let string_bytes = size(512 << 20) as i64;
+    let zero = seconds(|| {
+        assert!(!conn
+            .call(&["SETRANGE", "zeros", &(string_bytes - 1).to_string(), "x"])
+            .is_error());
+        conn.call(&["DEL", "zeros"]);
+    });
+    let gib = f64::from(1u32 << 30);
+    rows.push(Row {
+        group: "creating a big filter, ms per GiB",
+        name: format!("BF.RESERVE, {:.2} GB NONSCALING", bytes as f64 / 1e9),
+        value: reserve * 1000.0 * gib / bytes as f64,
+        unit: "ms",
+        target: Some((
+            "zeroing as many bytes (SETRANGE)".into(),
+            zero * 1000.0 * gib / string_bytes as f64,
+            0.1,
+        )),
+    });
 }
 
 fn memory_rows(server: &Server, rows: &mut Vec<Row>) {
