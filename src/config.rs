@@ -155,13 +155,13 @@ impl Setting {
         }
     }
 
-    /// Checks a value and stores it.
-    fn set(self, value: &[u8]) -> Result<(), String> {
+    /// Checks a value and stores it. A refusal names the setting as `named` (what the user typed:
+    /// `ERROR_RATE` for a load argument, `bf.error-rate` for CONFIG SET).
+    fn set(self, value: &[u8], named: &str) -> Result<(), String> {
         let refused = || {
             format!(
-                "bad value '{}' for {}: must be {}",
+                "bad value '{}' for {named}: must be {}",
                 crate::error::quote_token(value),
-                self.config_name(),
                 self.range()
             )
         };
@@ -228,7 +228,7 @@ pub fn apply_load_arguments(args: &[&[u8]]) -> Result<(), String> {
                 crate::error::quote_token(pair[0])
             )
         })?;
-        setting.set(pair[1])?;
+        setting.set(pair[1], &crate::error::quote_token(pair[0]))?;
     }
     Ok(())
 }
@@ -285,7 +285,7 @@ unsafe extern "C" fn set_error_rate(
         std::ptr::null_mut(),
         "CONFIG SET bf.error-rate",
         || Err("internal error (see the log)".into()),
-        || Setting::ErrorRate.set(bytes),
+        || Setting::ErrorRate.set(bytes, Setting::ErrorRate.config_name()),
     );
     match set {
         Ok(()) => raw::REDISMODULE_OK as c_int,
@@ -431,7 +431,7 @@ mod tests {
         assert_eq!(
             apply_load_arguments(&[b"ERROR_RATE", b"2"]),
             Err(
-                "bad value '2' for bf.error-rate: must be a number from 8.900295434028806e-308 \
+                "bad value '2' for ERROR_RATE: must be a number from 8.900295434028806e-308 \
                  up to, not including, 1"
                     .into()
             )

@@ -175,7 +175,7 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
             Box::into_raw(Box::new(chain)).cast()
         }
         Err(why) => {
-            crate::glue::log::io_warning(rdb, &format!("bf: cannot load a filter: {why}"));
+            crate::glue::log::io_warning(rdb, &format!("cannot load a filter: {why}"));
             std::ptr::null_mut()
         }
     }

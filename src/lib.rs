@@ -16,7 +16,6 @@ mod stats;
 use commands::docs;
 use datatype::BLOOM_TYPE;
 use glue::command::{dispatch, Command, KeyUse};
-use redis_module::{redis_module, Context, RedisString, Status};
 
 /// The module version Redis reports: MAJOR * 10000 + MINOR * 100 + PATCH of the crate version.
 const MODULE_VERSION: i32 = version_number();
@@ -58,81 +57,74 @@ macro_rules! command {
     }};
 }
 
-/// Every command the module registers.
+/// Every command the module registers, in lower case as RedisBloom registers them: what
+/// `INFO commandstats` (`cmdstat_bf.add`), `LATENCY`, `COMMAND LIST`, ACL errors and the arity error
+/// show after a switch from it.
 #[rustfmt::skip]
 const COMMANDS: &[Command] = &[
     // BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]
-    command!(c"BF.RESERVE", commands::reserve::reserve, c"write deny-oom", -4, Inserts, docs::RESERVE),
+    command!(c"bf.reserve", commands::reserve::reserve, c"write deny-oom", -4, Inserts, docs::RESERVE),
     // BF.ADD key item
-    command!(c"BF.ADD", commands::add::add, c"write deny-oom", 3, Inserts, docs::ADD),
+    command!(c"bf.add", commands::add::add, c"write deny-oom", 3, Inserts, docs::ADD),
     // BF.MADD key item [item ...]
-    command!(c"BF.MADD", commands::add::madd, c"write deny-oom", -3, Inserts, docs::MADD),
+    command!(c"bf.madd", commands::add::madd, c"write deny-oom", -3, Inserts, docs::MADD),
     // BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...
-    command!(c"BF.INSERT", commands::add::insert, c"write deny-oom", -4, Inserts, docs::INSERT),
+    command!(c"bf.insert", commands::add::insert, c"write deny-oom", -4, Inserts, docs::INSERT),
     // BF.EXISTS key item
-    command!(c"BF.EXISTS", commands::exists::exists, c"readonly fast", 3, ReadsItems, docs::EXISTS),
+    command!(c"bf.exists", commands::exists::exists, c"readonly fast", 3, ReadsItems, docs::EXISTS),
     // BF.MEXISTS key item [item ...]
-    command!(c"BF.MEXISTS", commands::exists::mexists, c"readonly fast", -3, ReadsItems, docs::MEXISTS),
+    command!(c"bf.mexists", commands::exists::mexists, c"readonly fast", -3, ReadsItems, docs::MEXISTS),
     // BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]
-    command!(c"BF.INFO", commands::info::info, c"readonly fast", -2, ReadsMetadata, docs::INFO),
+    command!(c"bf.info", commands::info::info, c"readonly fast", -2, ReadsMetadata, docs::INFO),
     // BF.CARD key
-    command!(c"BF.CARD", commands::info::card, c"readonly fast", 2, ReadsMetadata, docs::CARD),
+    command!(c"bf.card", commands::info::card, c"readonly fast", 2, ReadsMetadata, docs::CARD),
     // BF.DEBUG key
-    command!(c"BF.DEBUG", commands::info::debug, c"readonly", 2, ReadsMetadata, docs::DEBUG),
+    command!(c"bf.debug", commands::info::debug, c"readonly", 2, ReadsMetadata, docs::DEBUG),
     // BF.SCANDUMP key iterator
-    command!(c"BF.SCANDUMP", commands::dump::scandump, c"readonly", 3, ReadsItems, docs::SCANDUMP),
+    command!(c"bf.scandump", commands::dump::scandump, c"readonly", 3, ReadsItems, docs::SCANDUMP),
     // BF.LOADCHUNK key iterator data
-    command!(c"BF.LOADCHUNK", commands::dump::loadchunk, c"write deny-oom", 4, Loads, docs::LOADCHUNK),
+    command!(c"bf.loadchunk", commands::dump::loadchunk, c"write deny-oom", 4, Loads, docs::LOADCHUNK),
 ];
 
-fn init(ctx: &Context, args: &[RedisString]) -> Status {
-    let raw_ctx = ctx.ctx;
+/// Sets the module up once the server knows it: load arguments and configs, the INFO section,
+/// the commands. A refusal is logged once, with its reason, and the module does not load.
+fn init(ctx: *mut redis_module::raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(), String> {
     datatype::remember_raw_type();
-    let args: Vec<&[u8]> = args.iter().map(RedisString::as_slice).collect();
-    if let Err(why) = config::apply_load_arguments(&args) {
-        glue::log::warning(raw_ctx, &format!("bf: refusing to load: {why}"));
-        return Status::Err;
-    }
-    if let Err(why) = config::register(raw_ctx) {
-        glue::log::warning(raw_ctx, &format!("bf: refusing to load: {why}"));
-        return Status::Err;
-    }
+    config::apply_load_arguments(args)?;
+    config::register(ctx)?;
     // SAFETY: a valid load-time context. Handling IO errors lets rdb_load refuse corrupt input
     // with an error instead of the server aborting; filters need no care for async loading.
     unsafe {
         redis_module::raw::RedisModule_SetModuleOptions.unwrap()(
-            raw_ctx,
+            ctx,
             (redis_module::raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
                 | redis_module::raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD) as i32,
         );
     }
-    // SAFETY: a valid load-time context and a callback of the expected signature. This
-    // replaces the INFO callback redis_module! registers.
+    // SAFETY: a valid load-time context and a callback of the expected signature.
     unsafe {
-        redis_module::raw::RedisModule_RegisterInfoFunc.unwrap()(raw_ctx, Some(stats::info));
+        redis_module::raw::RedisModule_RegisterInfoFunc.unwrap()(ctx, Some(stats::info));
     }
-    if let Err(why) = glue::command::register(raw_ctx, COMMANDS) {
-        glue::log::warning(raw_ctx, &format!("bf: refusing to load: {why}"));
-        return Status::Err;
-    }
-    Status::Ok
+    glue::command::register(ctx, COMMANDS)
 }
 
 // Inside Redis every byte goes through the server's allocator. Unit tests, and the fuzzers that
 // link this crate (feature `standalone`), run outside Redis with the system's.
 #[cfg(not(any(test, feature = "standalone")))]
-type Allocator = glue::alloc::RedisAllocator;
-#[cfg(not(any(test, feature = "standalone")))]
-const ALLOCATOR: Allocator = glue::alloc::RedisAllocator;
-#[cfg(any(test, feature = "standalone"))]
-type Allocator = std::alloc::System;
-#[cfg(any(test, feature = "standalone"))]
-const ALLOCATOR: Allocator = std::alloc::System;
+#[global_allocator]
+static ALLOCATOR: glue::alloc::RedisAllocator = glue::alloc::RedisAllocator;
 
-redis_module! {
-    name: "bf",
-    version: MODULE_VERSION,
-    allocator: (Allocator, ALLOCATOR),
-    data_types: [BLOOM_TYPE],
-    init: init,
+/// The entry point Redis calls when it loads the module: the module's name (`bf`) and version,
+/// its data type, then [`init`]. (Written out rather than generated by the redis-module crate's
+/// macro, which logs warnings about server features the module does not use.)
+///
+/// # Safety
+/// Called by the server only, with its load context and the module's arguments.
+#[no_mangle]
+pub unsafe extern "C" fn RedisModule_OnLoad(
+    ctx: *mut redis_module::raw::RedisModuleCtx,
+    argv: *mut *mut redis_module::raw::RedisModuleString,
+    argc: std::os::raw::c_int,
+) -> std::os::raw::c_int {
+    glue::module::load(ctx, argv, argc, c"bf", MODULE_VERSION, &BLOOM_TYPE, init)
 }

@@ -212,7 +212,8 @@ const RESTORE: &[&str] = &["~*", "-@all", "+bf.loadchunk"];
 
 fn no_command_permission(command: &str) -> Frame {
     Frame::error(&format!(
-        "NOPERM this user has no permissions to run the '{command}' command"
+        "NOPERM this user has no permissions to run the '{}' command",
+        command.to_lowercase()
     ))
 }
 
@@ -253,7 +254,7 @@ fn the_readme_acl_recipes_do_what_it_says() {
     );
     assert_eq!(
         acl_dry_run(&mut admin, "checker", &["BF.SCANDUMP", "f", "0"]),
-        Frame::bulk("This user has no permissions to run the 'BF.SCANDUMP' command")
+        Frame::bulk("This user has no permissions to run the 'bf.scandump' command")
     );
 
     // tenant-a: everything on tenant:a:*, nothing on tenant:b:x.

@@ -121,7 +121,7 @@ fn insert_takes_its_options_in_any_order_and_case() {
     assert!(shapes.windows(2).all(|pair| pair[0] == pair[1]));
     assert_eq!(
         shapes[0][1],
-        "bytes:1984 bits:15872 hashes:11 capacity:1000 items:2 error:0.0005"
+        "bytes:1984 bits:15872 hashes:11 hashwidth:64 capacity:1000 size:2 ratio:0.0005"
     );
     assert_eq!(
         conn.call(&["BF.INFO", "insert:0", "EXPANSION"]),
@@ -138,7 +138,7 @@ fn insert_takes_its_options_in_any_order_and_case() {
     ]);
     assert_eq!(
         debug(&mut conn, "fixed")[1],
-        "bytes:16 bits:128 hashes:7 capacity:10 items:1 error:0.01"
+        "bytes:16 bits:128 hashes:7 hashwidth:64 capacity:10 size:1 ratio:0.01"
     );
 }
 
@@ -193,7 +193,7 @@ fn insert_options_do_not_change_an_existing_filter() {
         "a",
     ]);
     let after = debug(&mut conn, "k");
-    assert_eq!(after[1], before[1].replace("items:0", "items:1"));
+    assert_eq!(after[1], before[1].replace("size:0", "size:1"));
     assert_eq!(
         conn.call(&["BF.INFO", "k", "EXPANSION"]),
         Frame::Array(vec![Frame::Int(2)])
@@ -413,10 +413,10 @@ fn debug_describes_every_sub_filter_and_survives_a_reload() {
         lines,
         [
             "size:100",
-            "bytes:16 bits:128 hashes:8 capacity:10 items:10 error:0.005",
-            "bytes:32 bits:256 hashes:9 capacity:20 items:20 error:0.0025",
-            "bytes:72 bits:576 hashes:10 capacity:40 items:40 error:0.00125",
-            "bytes:160 bits:1280 hashes:11 capacity:80 items:30 error:0.000625",
+            "bytes:16 bits:128 hashes:8 hashwidth:64 capacity:10 size:10 ratio:0.005",
+            "bytes:32 bits:256 hashes:9 hashwidth:64 capacity:20 size:20 ratio:0.0025",
+            "bytes:72 bits:576 hashes:10 hashwidth:64 capacity:40 size:40 ratio:0.00125",
+            "bytes:160 bits:1280 hashes:11 hashwidth:64 capacity:80 size:30 ratio:0.000625",
         ]
     );
     assert_eq!(conn.call(&["DEBUG", "RELOAD"]), Frame::ok());
@@ -481,9 +481,11 @@ fn wrong_types_and_argument_counts_of_the_new_commands() {
     ] {
         assert_eq!(conn.call(cmd), wrongtype, "{cmd:?}");
     }
+    // The command's name as registered (lower case, as RedisBloom's), whatever the client typed.
     let arity = |name: &str| {
         Frame::error(&format!(
-            "ERR wrong number of arguments for '{name}' command"
+            "ERR wrong number of arguments for '{}' command",
+            name.to_lowercase()
         ))
     };
     assert_eq!(conn.call(&["BF.MADD", "k"]), arity("BF.MADD"));
@@ -559,7 +561,7 @@ fn configs_read_and_write_and_refuse_bad_values() {
     conn.call(&["BF.ADD", "auto", "x"]);
     assert_eq!(
         debug(&mut conn, "auto")[1],
-        "bytes:1984 bits:15872 hashes:11 capacity:1000 items:1 error:0.0005"
+        "bytes:1984 bits:15872 hashes:11 hashwidth:64 capacity:1000 size:1 ratio:0.0005"
     );
     assert_eq!(
         conn.call(&["BF.INFO", "auto", "EXPANSION"]),
@@ -602,7 +604,7 @@ fn load_arguments_set_the_configs_in_both_dialects() {
     conn.call(&["BF.ADD", "k", "x"]);
     assert_eq!(
         debug(&mut conn, "k")[1],
-        "bytes:8 bits:64 hashes:6 capacity:7 items:1 error:0.025"
+        "bytes:8 bits:64 hashes:6 hashwidth:64 capacity:7 size:1 ratio:0.025"
     );
 }
 
@@ -618,11 +620,14 @@ fn config_directives_after_loadmodule_apply_too() {
 
 #[test]
 fn a_bad_load_argument_stops_the_module_loading_with_a_reason() {
-    let cases: [(&[&str], &str); 4] = [
-        (&["error-rate", "2"], "bf: refusing to load: bad value '2' for bf.error-rate: must be a number from 8.900295434028806e-308 up to, not including, 1"),
-        (&["INITIAL_SIZE", "0"], "bf: refusing to load: bad value '0' for bf.initial-size: must be a whole number from 1 to 9223372036854775807"),
-        (&["colour", "blue"], "bf: refusing to load: unknown module argument 'colour'"),
-        (&["expansion-factor"], "bf: refusing to load: module argument 'expansion-factor' needs a value"),
+    // Logged once, at warning level, naming the argument as it was typed; the server puts the
+    // module's name in front.
+    let cases: [(&[&str], &str); 5] = [
+        (&["ERROR_RATE", "2"], "# <bf> refusing to load: bad value '2' for ERROR_RATE: must be a number from 8.900295434028806e-308 up to, not including, 1"),
+        (&["error-rate", "2"], "# <bf> refusing to load: bad value '2' for error-rate: must be a number from 8.900295434028806e-308 up to, not including, 1"),
+        (&["INITIAL_SIZE", "0"], "# <bf> refusing to load: bad value '0' for INITIAL_SIZE: must be a whole number from 1 to 9223372036854775807"),
+        (&["colour", "blue"], "# <bf> refusing to load: unknown module argument 'colour'"),
+        (&["expansion-factor"], "# <bf> refusing to load: module argument 'expansion-factor' needs a value"),
     ];
     for (args, line) in cases {
         let log = match Server::try_with(Options::default().module_args(args)) {
@@ -630,6 +635,8 @@ fn a_bad_load_argument_stops_the_module_loading_with_a_reason() {
             Err(log) => log,
         };
         assert!(log.contains(line), "{args:?}: {log}");
+        assert_eq!(log.matches("refusing to load").count(), 1, "{log}");
+        assert!(!log.contains("bf: "), "{log}");
     }
 }
 
@@ -710,7 +717,7 @@ fn a_chain_whose_error_rate_would_underflow_refuses_to_grow() {
     assert_eq!(conn.call(&["DUMP", "g"]), dump);
     assert_eq!(
         debug(&mut conn, "g")[2],
-        "bytes:192 bits:1536 hashes:1022 capacity:1 items:1 error:2.5e-308"
+        "bytes:192 bits:1536 hashes:1022 hashwidth:64 capacity:1 size:1 ratio:2.5e-308"
     );
 }
 
@@ -790,7 +797,7 @@ fn load_arguments_take_the_bf_prefix_and_refuse_a_tiny_ceiling() {
         Ok(_) => panic!("loaded with a 1000-byte ceiling"),
         Err(log) => log,
     };
-    assert!(log.contains("bf: refusing to load: bad value '1000' for bf.max-filter-bytes: must be a size of at least 1024 bytes (units kb, mb, gb allowed)"), "{log}");
+    assert!(log.contains("<bf> refusing to load: bad value '1000' for max-filter-bytes: must be a size of at least 1024 bytes (units kb, mb, gb allowed)"), "{log}");
 }
 
 #[test]
@@ -801,7 +808,7 @@ fn a_percent_sign_in_a_load_argument_is_logged_as_text() {
         Err(log) => log,
     };
     assert!(
-        log.contains("bad value '%s%s%s%n%n' for bf.error-rate"),
+        log.contains("bad value '%s%s%s%n%n' for error-rate"),
         "{log}"
     );
 }
@@ -895,7 +902,7 @@ fn every_accepted_error_rate_makes_a_filter_that_can_grow_and_the_floor_is_check
         .err()
         .expect("loaded with an error rate under the floor");
     assert!(
-        log.contains(&format!("bad value '{BELOW}' for bf.error-rate")),
+        log.contains(&format!("bad value '{BELOW}' for error-rate")),
         "{log}"
     );
 }

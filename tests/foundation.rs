@@ -128,9 +128,11 @@ fn reserve_refuses_bad_grammar_with_exact_errors() {
 fn wrong_argument_counts_get_the_servers_arity_error() {
     let server = Server::start();
     let mut conn = server.conn();
+    // The command's name as registered: lower case, as RedisBloom's, whatever the client typed.
     let arity = |name: &str| {
         Frame::error(&format!(
-            "ERR wrong number of arguments for '{name}' command"
+            "ERR wrong number of arguments for '{}' command",
+            name.to_lowercase()
         ))
     };
     assert_eq!(conn.call(&["BF.RESERVE", "k", "0.01"]), arity("BF.RESERVE"));

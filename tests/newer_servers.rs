@@ -29,7 +29,8 @@ fn valkey() -> Server {
 
 fn no_command_permission(user: &str, command: &str) -> Frame {
     Frame::error(&format!(
-        "NOPERM User {user} has no permissions to run the '{command}' command"
+        "NOPERM User {user} has no permissions to run the '{}' command",
+        command.to_lowercase()
     ))
 }
 
@@ -113,7 +114,7 @@ fn acl_rules_by_category_hold_for_the_bf_commands() {
     );
     assert_eq!(
         acl_dry_run(&mut admin, "others", &["BF.CARD", "f"]),
-        Frame::bulk("User others has no permissions to run the 'BF.CARD' command")
+        Frame::bulk("User others has no permissions to run the 'bf.card' command")
     );
 
     // Reads of every kind, BF lookups among them, and no writes.

@@ -107,7 +107,7 @@ fn a_replica_with_other_settings_ends_bit_identical() {
     let debug = replica.conn().call(&["BF.DEBUG", "auto"]).items();
     assert_eq!(
         debug[1],
-        Frame::bulk("bytes:144 bits:1152 hashes:8 capacity:100 items:1 error:0.005")
+        Frame::bulk("bytes:144 bits:1152 hashes:8 hashwidth:64 capacity:100 size:1 ratio:0.005")
     );
     // A full sync (a new replica) carries the same bits.
     let late = Server::with(odd_configuration());

@@ -123,7 +123,8 @@ pub fn card(call: &Call) -> Result<(), BfError> {
     Ok(())
 }
 
-/// BF.DEBUG key: `size:<items>`, then one line per sub-filter, oldest first.
+/// BF.DEBUG key: `size:<items>`, then one line per sub-filter, oldest first (RedisBloom's
+/// format).
 pub fn debug(call: &Call) -> Result<(), BfError> {
     let key = FilterKey::open(call, 1, Access::Read);
     let chain = existing(&key)?;
@@ -135,27 +136,60 @@ pub fn debug(call: &Call) -> Result<(), BfError> {
     Ok(())
 }
 
-/// The lines of BF.DEBUG. A filter imported from RedisBloom names its hashing on the first line.
+/// The lines of BF.DEBUG, in RedisBloom's exact format: `size:<items of the filter>`, then per
+/// sub-filter `bytes:N bits:N hashes:N hashwidth:W capacity:N size:<its items> ratio:<its error
+/// rate, as C's %g>`. `hashwidth` is 32 for a filter imported from RedisBloom's first releases
+/// (32-bit MurmurHash2), 64 otherwise (this module's xxh3-128, or RedisBloom's MurmurHash64A).
 pub fn debug_lines(chain: &Chain) -> Vec<String> {
-    let hashing = match chain.format().hashing() {
-        Hashing::Xxh3 => "",
-        Hashing::Murmur64 => " hashing:murmur64a",
-        Hashing::Murmur32 => " hashing:murmur2",
+    let width = match chain.format().hashing() {
+        Hashing::Xxh3 | Hashing::Murmur64 => 64,
+        Hashing::Murmur32 => 32,
     };
-    let mut lines = vec![format!("size:{}{hashing}", chain.items())];
+    let mut lines = vec![format!("size:{}", chain.items())];
     lines.extend(chain.filters().iter().map(|filter| {
         let shape = filter.shape();
         format!(
-            "bytes:{} bits:{} hashes:{} capacity:{} items:{} error:{:?}",
+            "bytes:{} bits:{} hashes:{} hashwidth:{width} capacity:{} size:{} ratio:{}",
             shape.bit_bytes(),
             shape.bits,
             shape.hash_count,
             shape.capacity,
             filter.items(),
-            shape.error
+            printf_g(shape.error)
         )
     }));
     lines
+}
+
+/// A number as C's `printf("%g")` writes it: six significant digits, fixed notation for
+/// exponents from -4 to 5 and scientific (`6.25e-05`, at least two exponent digits) otherwise,
+/// trailing zeros dropped.
+pub fn printf_g(value: f64) -> String {
+    const PRECISION: i32 = 6;
+    if value == 0.0 || !value.is_finite() {
+        return format!("{value}");
+    }
+    // The exponent after rounding to six significant digits (9.999995 rounds to 1.00000e1).
+    let scientific = format!("{:.*e}", (PRECISION - 1) as usize, value);
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let trimmed = |digits: &str| -> String {
+        if digits.contains('.') {
+            digits
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string()
+        } else {
+            digits.to_string()
+        }
+    };
+    if (-4..PRECISION).contains(&exponent) {
+        let decimals = (PRECISION - 1 - exponent) as usize;
+        trimmed(&format!("{value:.decimals$}"))
+    } else {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trimmed(mantissa), exponent.abs())
+    }
 }
 
 #[cfg(test)]
@@ -194,9 +228,32 @@ mod tests {
         assert_eq!(lines[0], format!("size:{}", chain.items()));
         assert_eq!(
             lines[1],
-            "bytes:16 bits:128 hashes:8 capacity:10 items:10 error:0.005"
+            "bytes:16 bits:128 hashes:8 hashwidth:64 capacity:10 size:10 ratio:0.005"
         );
-        assert!(lines[2].starts_with("bytes:32 bits:256 hashes:9 capacity:20 items:"));
-        assert!(lines[2].ends_with(" error:0.0025"));
+        assert!(lines[2].starts_with("bytes:32 bits:256 hashes:9 hashwidth:64 capacity:20 size:"));
+        assert!(lines[2].ends_with(" ratio:0.0025"));
+    }
+
+    #[test]
+    fn ratios_print_as_c_printf_g() {
+        for (value, text) in [
+            (0.005, "0.005"),
+            (0.000625, "0.000625"),
+            (6.25e-05, "6.25e-05"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (0.1, "0.1"),
+            (0.5, "0.5"),
+            (1.0 / 3.0, "0.333333"),
+            (2.0 / 3.0 * 1e-7, "6.66667e-08"),
+            (5e-301, "5e-301"),
+            (f64::from_bits(1), "4.94066e-324"),
+            (123456.0, "123456"),
+            (1234567.0, "1.23457e+06"),
+            (999999.5, "1e+06"),
+            (0.00009999995, "0.0001"),
+        ] {
+            assert_eq!(printf_g(value), text, "{value:e}");
+        }
     }
 }

@@ -25,7 +25,7 @@ pub fn guarded<T>(
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(value) => value,
         Err(panic) => {
-            crate::glue::log::warning(ctx, &format!("bf: {what} panicked: {}", message(&*panic)));
+            crate::glue::log::warning(ctx, &format!("{what} panicked: {}", message(&*panic)));
             fallback()
         }
     }

@@ -1,5 +1,9 @@
 //! Writing to the server's log. Messages are passed as data, never as the format string: they may
 //! hold text a client or an admin typed (a `%s` in a module argument must not reach printf).
+//!
+//! The server starts each line with the module's name (`<bf>`) when it knows which module logs:
+//! with a context, or an RDB/AOF stream. Without one it writes `<module>`, and the message then
+//! says `bf:` itself.
 
 use redis_module::raw;
 use std::ffi::CString;
@@ -25,7 +29,11 @@ fn log(ctx: *mut raw::RedisModuleCtx, level: &std::ffi::CStr, message: &str) {
         eprintln!("{message}");
         return;
     };
-    let message = text(message);
+    let message = if ctx.is_null() {
+        text(&format!("bf: {message}"))
+    } else {
+        text(message)
+    };
     // SAFETY: a context from the server or null (allowed); NUL-terminated level, format and
     // message; "%s" takes exactly the one string given.
     unsafe {

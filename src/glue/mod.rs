@@ -9,3 +9,4 @@ pub mod command;
 pub mod guard;
 pub mod key;
 pub mod log;
+pub mod module;

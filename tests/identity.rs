@@ -1,0 +1,84 @@
+//! What tools and people see of the module besides its replies: command names as RedisBloom
+//! registers them (lower case) in every surface monitoring reads, and a start that logs nothing at
+//! warning level.
+
+mod common;
+
+use common::{acl_user, Frame, Server, BF_COMMANDS};
+
+#[test]
+fn command_names_are_lower_case_wherever_tools_read_them() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    assert_eq!(
+        conn.call(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]),
+        Frame::ok()
+    );
+    // Sent in upper case, as clients do.
+    assert_eq!(conn.call(&["BF.ADD", "k", "x"]), Frame::Int(1));
+    assert_eq!(conn.call(&["BF.EXISTS", "k", "x"]), Frame::Int(1));
+    // The slow log keeps the arguments as the client sent them, for our commands as for any.
+    let slow = conn.call(&["SLOWLOG", "GET", "1"]).items();
+    assert!(slow.iter().any(|entry| {
+        let argv = entry.items()[3].items();
+        argv.len() == 3 && argv[0] == Frame::bulk("BF.EXISTS") && argv[1] == Frame::bulk("k")
+    }));
+    let stats = conn.call(&["INFO", "commandstats"]).text();
+    assert!(stats.contains("\r\ncmdstat_bf.add:calls=1,"), "{stats}");
+    assert!(stats.contains("\r\ncmdstat_bf.exists:calls=1,"), "{stats}");
+    assert!(!stats.contains("BF."), "{stats}");
+    let latency = conn.call(&["INFO", "latencystats"]).text();
+    assert!(
+        latency.contains("\r\nlatency_percentiles_usec_bf.add:p50="),
+        "{latency}"
+    );
+    let histogram = conn.call(&["LATENCY", "HISTOGRAM", "bf.add"]).items();
+    assert_eq!(histogram[0], Frame::bulk("bf.add"));
+    let mut listed: Vec<String> = conn
+        .call(&["COMMAND", "LIST", "FILTERBY", "MODULE", "bf"])
+        .items()
+        .iter()
+        .map(Frame::text)
+        .collect();
+    listed.sort();
+    let mut expected: Vec<String> = BF_COMMANDS.iter().map(|c| c.to_lowercase()).collect();
+    expected.sort();
+    assert_eq!(listed, expected);
+    for command in BF_COMMANDS {
+        let info = conn.call(&["COMMAND", "INFO", command]).items()[0].items();
+        assert_eq!(info[0].text(), command.to_lowercase());
+    }
+    // Redis's own errors name the registered command.
+    assert_eq!(
+        conn.call(&["BF.ADD", "k"]),
+        Frame::error("ERR wrong number of arguments for 'bf.add' command")
+    );
+    let mut reader = acl_user(&server, "reader", &["~*", "+bf.exists"]);
+    assert_eq!(
+        reader.call(&["BF.ADD", "k", "y"]),
+        Frame::error("NOPERM this user has no permissions to run the 'bf.add' command")
+    );
+    let log_entry = conn.call(&["ACL", "LOG", "1"]).items()[0].items();
+    let object = log_entry
+        .chunks(2)
+        .find(|pair| pair[0] == Frame::bulk("object"))
+        .map(|pair| pair[1].text());
+    assert_eq!(object.as_deref(), Some("bf.add"));
+}
+
+#[test]
+fn a_normal_start_logs_nothing_at_warning_level() {
+    let server = Server::start();
+    let log = server.log();
+    let ours: Vec<&str> = log.lines().filter(|line| line.contains("<bf>")).collect();
+    // "#" marks a warning in the server's log, "*" a notice.
+    assert!(ours.iter().all(|line| !line.contains(" # ")), "{ours:#?}");
+    assert!(!log.to_lowercase().contains("defrag"), "{log}");
+    // What the module lacks on this server is said once, as a notice.
+    let lacks: Vec<&&str> = ours
+        .iter()
+        .filter(|line| line.contains("cannot add module ACL categories"))
+        .collect();
+    assert_eq!(lacks.len(), 1, "{ours:#?}");
+    assert!(lacks[0].contains(" * <bf> "), "{lacks:?}");
+}
