@@ -514,3 +514,54 @@ fn info_bf_counts_filters_bytes_adds_lookups_and_errors() {
     assert_eq!(field("bf_filters"), 0);
     assert_eq!(field("bf_bytes"), 0);
 }
+
+/// `BF.INFO key SIZE` and `MEMORY USAGE key`.
+fn sizes(conn: &mut Conn, key: &str) -> (i64, i64) {
+    (
+        conn.call(&["BF.INFO", key, "SIZE"]).items()[0].int(),
+        conn.call(&["MEMORY", "USAGE", key]).int(),
+    )
+}
+
+#[test]
+fn size_and_memory_usage_are_a_function_of_the_filter_alone() {
+    // Key names of one length: MEMORY USAGE counts the key's name too.
+    let mut primary = Server::start();
+    let replica = Server::start();
+    replica.replicate(&primary);
+    let mut conn = primary.conn();
+    // Grown one sub-filter at a time: 25 of them.
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "orig", "0.01", "4", "EXPANSION", "1"]),
+        Frame::ok()
+    );
+    add_many(&mut conn, "orig", 100);
+    assert_eq!(
+        conn.call(&["BF.INFO", "orig", "FILTERS"]).items()[0].int(),
+        25
+    );
+    let grown = sizes(&mut conn, "orig");
+    assert_eq!(grown.0, 3008);
+    // COPY, DUMP/RESTORE and SCANDUMP/LOADCHUNK make it all at once.
+    assert_eq!(conn.call(&["COPY", "orig", "copy"]), Frame::Int(1));
+    let dump = conn.call(&["DUMP", "orig"]).bytes();
+    assert_eq!(
+        conn.call(&[b"RESTORE".as_slice(), b"rest", b"0", &dump]),
+        Frame::ok()
+    );
+    let chunks = scandump(&mut conn, "orig");
+    loadchunks(&mut conn, "load", &chunks);
+    for key in ["copy", "rest", "load"] {
+        assert_eq!(sizes(&mut conn, key), grown, "{key}");
+    }
+    // A replica that grew it from the propagated adds, and one that loads it whole.
+    replica.catch_up(&primary);
+    assert_eq!(sizes(&mut replica.conn(), "orig"), grown, "replica");
+    let late = Server::start();
+    late.replicate(&primary);
+    assert_eq!(sizes(&mut late.conn(), "orig"), grown, "full sync");
+    assert_eq!(conn.call(&["DEBUG", "RELOAD"]), Frame::ok());
+    assert_eq!(sizes(&mut conn, "orig"), grown, "DEBUG RELOAD");
+    primary.restart();
+    assert_eq!(sizes(&mut primary.conn(), "orig"), grown, "restart");
+}

@@ -34,7 +34,8 @@ pub const MAX_PIECE_BYTES: usize = 1 << (MAX_STRIDE_LOG2 - 3);
 #[derive(Clone, PartialEq, Eq)]
 pub struct BitStore {
     bits: u64,
-    pieces: Vec<BitBox<u8, Lsb0>>,
+    /// Allocated to the exact count (a function of `bits` alone).
+    pieces: Box<[BitBox<u8, Lsb0>]>,
     /// Where each bit lives, precomputed from `bits` because it is needed on every probe.
     layout: Layout,
 }
@@ -67,29 +68,14 @@ struct Layout {
     /// Bits held by the equal pieces.
     stride_region: u64,
     stride_log2: u32,
-    /// For each binary digit of the remainder, its piece, counted from the remainder's first;
-    /// every digit below `MERGED_LOG2` names the merged piece.
-    tail_piece: [u8; MAX_STRIDE_LOG2 as usize],
 }
 
 impl Layout {
     fn of(bits: u64) -> Layout {
         let stride_log2 = stride_log2(bits);
-        let stride_region = bits & !((1 << stride_log2) - 1);
-        let tail = bits - stride_region;
-        let mut tail_piece = [0; MAX_STRIDE_LOG2 as usize];
-        let mut piece = 0;
-        for digit in (MERGED_LOG2..stride_log2).rev() {
-            if tail & (1 << digit) != 0 {
-                tail_piece[digit as usize] = piece;
-                piece += 1;
-            }
-        }
-        tail_piece[..MERGED_LOG2 as usize].fill(piece);
         Layout {
-            stride_region,
+            stride_region: bits & !((1 << stride_log2) - 1),
             stride_log2,
-            tail_piece,
         }
     }
 
@@ -105,20 +91,17 @@ impl Layout {
         }
         // In the remainder: its pieces follow its binary digits, largest first, so the piece
         // holding offset t is the one for the highest bit where t and the remainder's length
-        // differ (the length has a 1 there, t a 0, and they agree above it); below 128 bytes,
-        // the merged piece.
+        // differ (the length has a 1 there, t a 0, and they agree above it), and it comes after
+        // one piece per digit of the length above that one; below 128 bytes, the merged piece,
+        // after every digit's piece.
         let tail = bits - self.stride_region;
         let offset = index - self.stride_region;
-        let digit = 63 - (offset ^ tail).leading_zeros() as usize;
-        let digit = digit.min(MAX_STRIDE_LOG2 as usize - 1);
+        let digit = 63 - (offset ^ tail).leading_zeros();
+        let digit = digit.max(MERGED_LOG2 - 1);
         let first = (self.stride_region >> self.stride_log2) as usize;
-        let width = if digit < MERGED_LOG2 as usize {
-            MERGED_LOG2 as usize
-        } else {
-            digit
-        };
+        let width = digit.max(MERGED_LOG2);
         (
-            first + usize::from(self.tail_piece[digit]),
+            first + (tail >> (digit + 1)).count_ones() as usize,
             (offset & ((1 << width) - 1)) as usize,
         )
     }
@@ -195,7 +178,7 @@ impl BitStore {
         }
         Ok(BitStore {
             bits,
-            pieces,
+            pieces: pieces.into_boxed_slice(),
             layout: Layout::of(bits),
         })
     }
@@ -215,11 +198,9 @@ impl BitStore {
         if !check_bit_count(bits) || !pieces.iter().map(|p| p.len()).eq(piece_lengths(bits)) {
             return None;
         }
-        let mut pieces: Vec<_> = pieces.into_iter().map(BitBox::from_boxed_slice).collect();
-        pieces.shrink_to_fit();
         Some(BitStore {
             bits,
-            pieces,
+            pieces: pieces.into_iter().map(BitBox::from_boxed_slice).collect(),
             layout: Layout::of(bits),
         })
     }
@@ -307,7 +288,7 @@ impl BitStore {
             return false;
         }
         let mut start = 0u64;
-        for piece in &mut self.pieces {
+        for piece in self.pieces.iter_mut() {
             let raw = piece.as_raw_mut_slice();
             let piece_end = start + raw.len() as u64;
             if offset < piece_end && end > start {
@@ -328,12 +309,10 @@ impl BitStore {
 
     /// Calls `visit` with the address and length of every heap allocation the array owns.
     pub fn visit_allocations(&self, visit: &mut dyn FnMut(*const u8, usize)) {
-        if self.pieces.capacity() > 0 {
-            visit(
-                self.pieces.as_ptr().cast(),
-                self.pieces.capacity() * std::mem::size_of::<BitBox<u8, Lsb0>>(),
-            );
-        }
+        visit(
+            self.pieces.as_ptr().cast(),
+            std::mem::size_of_val(&*self.pieces),
+        );
         for piece in self.pieces() {
             visit(piece.as_ptr(), piece.len());
         }
