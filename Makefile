@@ -1,14 +1,16 @@
 # redis-bf: build, run and test the Bloom filter module.
 #
-#   make run    build the module and start redis-server with it on port 6379 (PORT=... to change)
+#   make run    build the module and start redis-server with it on 6379, or the next free port
+#               if the packaged server holds 6379 (PORT=... to choose one)
 #   make test   everything CI checks: formatting, clippy, unit and integration tests
 #   make build  build target/release/libredis_bf.so
 #   make dist   package the stripped module with its README, license and example config
 #   make clean  remove build output
 
-PORT ?= 6379
 MODULE := target/release/libredis_bf.so
-DEBIAN_PACKAGES := redis-server redis-tools libclang-dev build-essential python3-venv
+# What building and running need; the tests need the rest.
+RUN_PACKAGES := redis-server redis-tools libclang-dev build-essential
+TEST_PACKAGES := python3-venv
 # Client libraries the compatibility tests drive, pinned.
 VENV := target/venv
 PY_CLIENTS := redis==8.1.0
@@ -16,44 +18,24 @@ PY_CLIENTS := redis==8.1.0
 NODE_DIR := target/node
 VALKEY_DIR := target/valkey
 
-.PHONY: all deps build dist run test lint unit integration clients bench fuzz clean
+.PHONY: all deps deps-run build dist run test lint unit integration clients bench fuzz clean
 
 all: build
 
-# Installs the Debian packages that are missing when it can (as root), otherwise names them.
-deps:
-	@missing=""; \
-	if command -v dpkg >/dev/null 2>&1; then \
-	  for pkg in $(DEBIAN_PACKAGES); do \
-	    dpkg -s $$pkg >/dev/null 2>&1 || missing="$$missing $$pkg"; \
-	  done; \
-	else \
-	  command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
-	fi; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "Installing:$$missing"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
-	  else \
-	    echo "Missing packages:$$missing"; \
-	    echo "Install them with: sudo apt-get install -y$$missing"; \
-	    exit 1; \
-	  fi; \
-	fi; \
-	command -v cargo >/dev/null 2>&1 || { echo "cargo is missing: install Rust from https://rustup.rs"; exit 1; }
+# Installs the Debian packages that building and running need, when it can (as root), otherwise
+# names them.
+deps-run:
+	@scripts/packages.sh $(RUN_PACKAGES)
+
+# Everything the tests need too: the Debian packages and Node.js.
+deps: deps-run
+	@scripts/packages.sh $(TEST_PACKAGES)
 	@# Node.js (for the node-redis tests): any install will do, Debian's if there is none.
 	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "Installing: nodejs npm"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null || exit 1; \
-	  else \
-	    echo "Node.js is missing: install it with: sudo apt-get install -y nodejs npm"; exit 1; \
-	  fi; \
+	  scripts/packages.sh nodejs npm; \
 	fi
 
-build: deps
+build: deps-run
 	cargo build --release
 
 $(MODULE): build
@@ -62,11 +44,10 @@ $(MODULE): build
 dist: build
 	scripts/dist.sh target/dist
 
-# Starts redis-server in the foreground with the module (Ctrl-C stops it). Data goes to target/run.
+# Starts redis-server in the foreground with the module (Ctrl-C stops it), on a port it names.
+# Data goes to target/run.
 run: build
-	@mkdir -p target/run
-	redis-server redis.conf.example --port $(PORT) --dir $(CURDIR)/target/run \
-	  --loadmodule $(CURDIR)/$(MODULE)
+	@scripts/run.sh
 
 lint: deps
 	cargo fmt --all -- --check

@@ -82,3 +82,49 @@ fn a_normal_start_logs_nothing_at_warning_level() {
     assert_eq!(lacks.len(), 1, "{ours:#?}");
     assert!(lacks[0].contains(" * <bf> "), "{lacks:?}");
 }
+
+#[test]
+fn module_loadex_sets_configs_and_module_unload_is_refused() {
+    let server = Server::with(
+        common::Options {
+            without_module: true,
+            ..common::Options::default()
+        }
+        .config("enable-module-command", "yes"),
+    );
+    let mut conn = server.conn();
+    let module = common::module_path();
+    let module = module.to_str().unwrap();
+    assert_eq!(
+        conn.call(&[
+            "MODULE",
+            "LOADEX",
+            module,
+            "CONFIG",
+            "bf.error-rate",
+            "0.001",
+            "CONFIG",
+            "bf.initial-size",
+            "500"
+        ]),
+        Frame::ok()
+    );
+    assert_eq!(
+        conn.call(&["CONFIG", "GET", "bf.error-rate"]).items()[1],
+        Frame::bulk("0.001")
+    );
+    assert_eq!(conn.call(&["BF.ADD", "k", "x"]), Frame::Int(1));
+    let debug = conn.call(&["BF.DEBUG", "k"]).items()[1].text();
+    assert!(
+        debug.contains(" capacity:500 ") && debug.ends_with(" ratio:0.0005"),
+        "{debug}"
+    );
+    // A module with a data type cannot be unloaded (the server refuses, filters or not).
+    assert_eq!(conn.call(&["DEL", "k"]), Frame::Int(1));
+    assert_eq!(
+        conn.call(&["MODULE", "UNLOAD", "bf"]),
+        Frame::error(
+            "ERR Error unloading module: the module exports one or more module-side data types, can't unload"
+        )
+    );
+}

@@ -46,6 +46,17 @@ assert.deepEqual(await client.bf.mAdd('urls', ['a', 'b', 'a']), [true, true, fal
 const full = await client.sendCommand(['BF.MADD', 'fixed', 'x', 'y', 'z']);
 assert.equal(full.length, 3);
 assert.equal(full[2].message, 'ERR non scaling filter is full');
+// bf.mAdd itself: in RESP3 the error element stays an error; in RESP2 node-redis turns every
+// element into a boolean, so the error reads as false, "seen before" (the README warns of it).
+assert.equal(await client.bf.reserve('fixed2', 0.01, 2, { NONSCALING: true }), 'OK');
+const typed = await client.bf.mAdd('fixed2', ['x', 'y', 'z']);
+assert.equal(typed.length, 3);
+if (protocol === 2) {
+  assert.deepEqual(typed, [true, true, false]);
+} else {
+  assert.deepEqual(typed.slice(0, 2), [true, true]);
+  assert.equal(typed[2].message, 'ERR non scaling filter is full');
+}
 
 // insert, with options, and NOCREATE
 assert.deepEqual(
