@@ -1,8 +1,11 @@
 //! The end-to-end benchmark behind `make bench`: a real redis-server with the module, driven by
 //! `redis-benchmark`, every BF command's server cost (`INFO commandstats` usec_per_call) next to
-//! Redis's own SET and GET measured on the same server in the same run, RDB save and load of a
-//! 1 GB filter next to the same bytes in plain strings, memory per item, and the core
-//! microbenchmarks (criterion's results, if `cargo bench -p bf-filter` ran first).
+//! Redis's own SET and GET measured on the same server in the same run; RedisBloom side by side
+//! on the same server binary and workloads, when `REDISBLOOM_SO` names a build of it (alternating
+//! runs, a ratio per pair and their median); whole-server instructions per request under
+//! callgrind; RDB save and load of a 1 GB filter next to the same bytes in plain strings; memory
+//! per item; and the core microbenchmarks (criterion's results, if `cargo bench -p bf-filter`
+//! ran first).
 //!
 //! Prints one table; writes `target/bench/report.json` and `target/bench/report.svg`.
 //! `BENCH_QUICK=1` shrinks every workload (for trying the driver out, not for numbers);
@@ -49,18 +52,29 @@ fn pinned(program: &str, cpu: usize) -> Command {
     }
 }
 
-/// A redis-server with the module, killed on drop.
+/// A redis-server with a module, killed on drop.
 struct Server {
     child: Child,
     port: u16,
     dir: PathBuf,
 }
 
+/// This module's release build.
+fn our_module() -> PathBuf {
+    let module = root().join("target/release/libredis_bf.so");
+    assert!(module.exists(), "build the module first: make build");
+    module
+}
+
 impl Server {
+    /// A server with this module, allowed filters of up to 2 GiB.
     fn start() -> Server {
-        let module = root().join("target/release/libredis_bf.so");
-        assert!(module.exists(), "build the module first: make build");
-        let dir = root().join("target/bench/server");
+        Server::with_module(&our_module(), &["max-filter-bytes", "2gb"], "server")
+    }
+
+    /// A server with `module` and its load arguments, its data in `target/bench/<name>`.
+    fn with_module(module: &std::path::Path, module_args: &[&str], name: &str) -> Server {
+        let dir = root().join("target/bench").join(name);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let port = TcpListener::bind(("127.0.0.1", 0))
@@ -78,8 +92,8 @@ impl Server {
             .arg("--logfile")
             .arg(dir.join("redis.log"))
             .arg("--loadmodule")
-            .arg(&module)
-            .args(["max-filter-bytes", "2gb"])
+            .arg(module)
+            .args(module_args)
             .stdin(Stdio::null())
             .spawn()
             .expect("start redis-server");
@@ -156,6 +170,21 @@ struct Measure {
     rps: f64,
 }
 
+/// One run of a command's benchmark: its server cost, in microseconds per call.
+fn measure_once(
+    server: &Server,
+    name: &str,
+    requests: u64,
+    keyspace: u64,
+    command: &[&str],
+) -> f64 {
+    let mut conn = server.conn();
+    let command: Vec<String> = command.iter().map(|s| s.to_string()).collect();
+    assert_eq!(conn.call(&["CONFIG", "RESETSTAT"]), Frame::ok());
+    redis_benchmark(server, requests, keyspace, &command);
+    usec_per_call(&mut conn, name)
+}
+
 /// Runs a command's benchmark three times and keeps the median of each figure.
 fn measure(server: &Server, name: &str, requests: u64, keyspace: u64, command: &[&str]) -> Measure {
     let mut conn = server.conn();
@@ -209,18 +238,29 @@ struct Row {
     unit: &'static str,
     /// What the value is compared with, and the ratio it must stay at or under.
     target: Option<(String, f64, f64)>,
+    /// For side-by-side rows: the ratio of each pair of alternating runs. The row's ratio is then
+    /// their median, not the ratio of the two medians.
+    pairs: Vec<f64>,
 }
 
 impl Row {
     fn ratio(&self) -> Option<f64> {
+        if !self.pairs.is_empty() {
+            return Some(median(self.pairs.clone()));
+        }
         self.target.as_ref().map(|(_, base, _)| self.value / base)
     }
 
     fn met(&self) -> Option<bool> {
-        self.target
-            .as_ref()
-            .map(|(_, base, limit)| self.value / base <= *limit)
+        let ratio = self.ratio()?;
+        self.target.as_ref().map(|(_, _, limit)| ratio <= *limit)
     }
+}
+
+/// The median of some measures.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
 }
 
 /// The median time of three runs, in seconds.
@@ -257,8 +297,8 @@ fn main() {
     std::fs::create_dir_all(&out).unwrap();
     let mut rows: Vec<Row> = Vec::new();
 
-    // BENCH_ONLY=commands,persistence runs some sections (core, commands, batches, bounded,
-    // creation, memory, persistence); all by default.
+    // BENCH_ONLY=commands,persistence runs some sections (core, commands, batches, redisbloom,
+    // callgrind, bounded, creation, memory, persistence); all by default.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let wanted = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
     if wanted("core") {
@@ -270,6 +310,12 @@ fn main() {
     }
     if wanted("batches") {
         batch_rows(&server, &mut rows);
+    }
+    if wanted("redisbloom") {
+        redisbloom_rows(&server, &mut rows);
+    }
+    if wanted("callgrind") {
+        callgrind_rows(&mut rows);
     }
     if wanted("bounded") {
         bounded_rows(&server, &mut rows);
@@ -313,6 +359,7 @@ fn core_rows(rows: &mut Vec<Row>) {
                     value: ours / per,
                     unit: "ns",
                     target: Some(("bloomfilter crate".into(), theirs / per, 1.0)),
+                    pairs: Vec::new(),
                 });
             }
         }
@@ -379,14 +426,14 @@ fn command_rows(server: &Server, rows: &mut Vec<Row>) {
             &add,
             Some(set.usec),
             "SET",
-            1.25,
+            f64::INFINITY,
         ),
         (
             "BF.EXISTS, 100K-item filter (134 KB)",
             &exists,
             Some(get.usec),
             "GET",
-            1.25,
+            f64::INFINITY,
         ),
         (
             "BF.CARD (module API floor: open key, reply)",
@@ -416,6 +463,7 @@ fn command_rows(server: &Server, rows: &mut Vec<Row>) {
             value: m.usec,
             unit: "us",
             target: base.map(|b| (base_name.to_string(), b, limit)),
+            pairs: Vec::new(),
         });
         rows.push(Row {
             group: "throughput (redis-benchmark, 50 clients, pipeline 16)",
@@ -423,6 +471,7 @@ fn command_rows(server: &Server, rows: &mut Vec<Row>) {
             value: rps(m),
             unit: "req/s",
             target: None,
+            pairs: Vec::new(),
         });
     }
     conn.call(&["DEL", "big"]);
@@ -479,6 +528,35 @@ fn batch_rows(server: &Server, rows: &mut Vec<Row>) {
             value,
             unit: "ns",
             target: base.map(|b| ("same batch in cache".to_string(), b, 3.0)),
+            pairs: Vec::new(),
+        });
+    }
+    // Single items: all the cache lines of an item are requested before the first is tested, so
+    // a filter far bigger than the caches costs at most twice the one in them.
+    let singles = size(300_000);
+    for verb in ["BF.ADD", "BF.EXISTS"] {
+        let name = verb.to_lowercase();
+        let small = measure(
+            server,
+            &name,
+            singles,
+            100_000,
+            &[verb, "small", "item:__rand_int__"],
+        );
+        let huge = measure(
+            server,
+            &name,
+            singles,
+            capacity,
+            &[verb, "huge", "item:__rand_int__"],
+        );
+        rows.push(Row {
+            group: "single items, usec per call",
+            name: format!("{verb}, 100M-item filter half full (138 MB)"),
+            value: huge.usec,
+            unit: "us",
+            target: Some(("the same on the 100K-item filter".into(), small.usec, 2.0)),
+            pairs: Vec::new(),
         });
     }
     conn.call(&["DEL", "huge"]);
@@ -533,6 +611,7 @@ fn bounded_rows(server: &Server, rows: &mut Vec<Row>) {
             // The same work per item either way (the batch spreads the command's own cost): 10%
             // for the noise between two runs.
             target: Some(("BF.EXISTS of one item".into(), single, 1.1)),
+            pairs: Vec::new(),
         });
     }
     conn.call(&["DEL", "long", "hashes"]);
@@ -574,7 +653,222 @@ fn creation_rows(server: &Server, rows: &mut Vec<Row>) {
             zero * 1000.0 * gib / string_bytes as f64,
             0.1,
         )),
+        pairs: Vec::new(),
     });
+}
+
+/// RedisBloom side by side, when `REDISBLOOM_SO` names a build of it: the same server binary,
+/// pinned the same way, the same filters and workloads, runs alternating between the two modules;
+/// each row is the median of the ratios of its pairs.
+fn redisbloom_rows(ours: &Server, rows: &mut Vec<Row>) {
+    let Some(module) = std::env::var_os("REDISBLOOM_SO").map(PathBuf::from) else {
+        println!(
+            "(skipped the comparison with RedisBloom: set REDISBLOOM_SO to a build of it, such as \
+             the one ../shared/tools/build-redisbloom.sh makes)"
+        );
+        return;
+    };
+    let theirs = Server::with_module(&module, &[], "redisbloom");
+    let ten = size(10_000_000);
+    let hundred = size(100_000_000);
+    for server in [ours, &theirs] {
+        let mut conn = server.conn();
+        for (key, capacity) in [("ten", ten), ("hundred", hundred)] {
+            assert_eq!(
+                conn.call(&["BF.RESERVE", key, "0.01", &capacity.to_string()]),
+                Frame::ok()
+            );
+            fill(&mut conn, key, capacity / 2);
+        }
+    }
+    let batch = |verb: &str, key: &str| -> Vec<String> {
+        let mut args = vec![verb.to_string(), key.to_string()];
+        args.extend((0..100).map(|_| "item:__rand_int__".to_string()));
+        args
+    };
+    let madd = batch("BF.MADD", "hundred");
+    let mexists = batch("BF.MEXISTS", "hundred");
+    let single = |verb: &str| vec![verb.to_string(), "ten".into(), "item:__rand_int__".into()];
+    // (row, command's name in INFO commandstats, requests per run, command, items per call,
+    // target ratio)
+    type Workload<'a> = (&'a str, &'a str, u64, Vec<String>, f64, f64);
+    let workloads: [Workload; 4] = [
+        (
+            "BF.ADD, 10M-item filter half full, new items",
+            "bf.add",
+            size(300_000),
+            single("BF.ADD"),
+            1.0,
+            0.8,
+        ),
+        (
+            "BF.EXISTS, the same filter",
+            "bf.exists",
+            size(1_000_000),
+            single("BF.EXISTS"),
+            1.0,
+            0.8,
+        ),
+        (
+            "BF.MADD x100, 100M-item filter half full, per item",
+            "bf.madd",
+            size(20_000),
+            madd,
+            100.0,
+            0.34,
+        ),
+        (
+            "BF.MEXISTS x100, the same filter, per item",
+            "bf.mexists",
+            size(20_000),
+            mexists,
+            100.0,
+            0.34,
+        ),
+    ];
+    for (label, name, requests, command, per, limit) in workloads {
+        let command: Vec<&str> = command.iter().map(String::as_str).collect();
+        let (mut mine, mut their, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..5 {
+            // New items every run: a keyspace far bigger than the requests.
+            let a = measure_once(ours, name, requests, 1_000_000_000, &command);
+            let b = measure_once(&theirs, name, requests, 1_000_000_000, &command);
+            mine.push(a / per);
+            their.push(b / per);
+            pairs.push(a / b);
+        }
+        rows.push(Row {
+            group: "side by side with RedisBloom 2.4 (usec per call or per item)",
+            name: label.to_string(),
+            value: median(mine),
+            unit: "us",
+            target: Some(("RedisBloom".into(), median(their), limit)),
+            pairs,
+        });
+    }
+}
+
+/// Whole-server instructions per request: redis-server under callgrind, 20,000 pipelined
+/// requests of one command minus an idle run (the same start, setup and shutdown). This counts
+/// the request parsing and reply writing that every command shares, which `INFO commandstats`
+/// leaves out, so it is the fair comparison of a module command with the server's own.
+fn callgrind_rows(rows: &mut Vec<Row>) {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        println!("(skipped the callgrind rows: valgrind is not installed)");
+        return;
+    }
+    let requests = size(20_000);
+    let idle = instructions_under_callgrind(&[], 0);
+    let per_request = |command: &[&str]| -> f64 {
+        let busy = instructions_under_callgrind(command, requests);
+        (busy - idle) as f64 / requests as f64
+    };
+    let get = per_request(&["GET", "k"]);
+    let set = per_request(&["SET", "k", "v"]);
+    let card = per_request(&["BF.CARD", "small"]);
+    let exists = per_request(&["BF.EXISTS", "small", "item:__rand_int__"]);
+    let add = per_request(&["BF.ADD", "small", "item:__rand_int__"]);
+    for (name, value, target) in [
+        ("GET k", get, None),
+        ("SET k v", set, None),
+        (
+            "BF.CARD (open the key, reply: the module API's floor)",
+            card,
+            Some(("GET", get, f64::INFINITY)),
+        ),
+        (
+            "BF.EXISTS, 100K-item filter",
+            exists,
+            Some(("GET", get, 1.15)),
+        ),
+        ("BF.ADD, 100K-item filter", add, Some(("SET", set, 1.15))),
+    ] {
+        rows.push(Row {
+            group: "whole-server instructions per request (callgrind)",
+            name: name.to_string(),
+            value,
+            unit: "instr",
+            target: target.map(|(base, value, limit)| (base.to_string(), value, limit)),
+            pairs: Vec::new(),
+        });
+    }
+}
+
+/// Instructions a redis-server with the module executes under callgrind: started, set up (a
+/// 100K-item filter `small` with one item, a string `k`), `requests` of `command` pipelined 16
+/// deep on one connection, then shut down.
+fn instructions_under_callgrind(command: &[&str], requests: u64) -> u64 {
+    let dir = root().join("target/bench/callgrind");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let port = TcpListener::bind(("127.0.0.1", 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = dir.join("callgrind.out");
+    let mut child = Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(&dir)
+        .arg("--loadmodule")
+        .arg(our_module())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run valgrind");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut conn = loop {
+        if let Ok(mut conn) = Conn::connect(port) {
+            if conn.call(&["PING"]) == Frame::Simple("PONG".into()) {
+                break conn;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "redis-server under valgrind did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "small", "0.01", "100000"]),
+        Frame::ok()
+    );
+    assert_eq!(conn.call(&["BF.ADD", "small", "item:1"]), Frame::Int(1));
+    assert_eq!(conn.call(&["SET", "k", "v"]), Frame::ok());
+    if requests > 0 {
+        let output = Command::new("redis-benchmark")
+            .args([
+                "-p",
+                &port.to_string(),
+                "-h",
+                "127.0.0.1",
+                "-c",
+                "1",
+                "-P",
+                "16",
+            ])
+            .args(["-r", "100000", "-n", &requests.to_string(), "-q"])
+            .args(command)
+            .output()
+            .expect("run redis-benchmark");
+        assert!(output.status.success());
+    }
+    conn.send(&["SHUTDOWN", "NOSAVE"]);
+    let _ = child.wait();
+    let profile = std::fs::read_to_string(&out).expect("callgrind's output");
+    profile
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("summary:")
+                .or_else(|| line.strip_prefix("totals:"))
+        })
+        .and_then(|total| total.trim().parse().ok())
+        .expect("a total in callgrind's output")
 }
 
 fn memory_rows(server: &Server, rows: &mut Vec<Row>) {
@@ -604,6 +898,7 @@ fn memory_rows(server: &Server, rows: &mut Vec<Row>) {
         value: usage / card,
         unit: "bytes",
         target: Some(("theory at p/2 (11.03 bits)".into(), 11.0275 / 8.0, 1.01)),
+        pairs: Vec::new(),
     });
     rows.push(Row {
         group: "memory",
@@ -615,6 +910,7 @@ fn memory_rows(server: &Server, rows: &mut Vec<Row>) {
             bit_bytes + 512.0 * filters,
             1.01,
         )),
+        pairs: Vec::new(),
     });
     conn.call(&["DEL", "mem"]);
 }
@@ -680,6 +976,7 @@ fn persistence_rows(server: &Server, rows: &mut Vec<Row>) {
         value: save_filter,
         unit: "s",
         target: Some(("same bytes as strings".into(), save_strings, 1.2)),
+        pairs: Vec::new(),
     });
     rows.push(Row {
         group: "persistence",
@@ -687,6 +984,7 @@ fn persistence_rows(server: &Server, rows: &mut Vec<Row>) {
         value: load_filter,
         unit: "s",
         target: Some(("same bytes as strings".into(), load_strings, 1.2)),
+        pairs: Vec::new(),
     });
 }
 
@@ -756,6 +1054,10 @@ fn print_table(rows: &[Row], machine: &str) {
             "  {:<58} {:>14.3} {:<5}{versus}",
             row.name, row.value, row.unit
         );
+        if !row.pairs.is_empty() {
+            let pairs: Vec<String> = row.pairs.iter().map(|r| format!("{r:.2}")).collect();
+            println!("  {:<58} ratio of each pair: {}", "", pairs.join(" "));
+        }
     }
 }
 

@@ -28,6 +28,10 @@ const AHEAD: usize = 8;
 /// 1,000 hashes at an error of 1e-300) far more than the lookup itself; with this bound a batch
 /// does at most a constant more per item than the same items sent one command each.
 const PREFETCH_PROBES: u32 = 16;
+/// Sub-filters whose bit array is smaller than this are taken to be in the CPU's caches (it is
+/// the size of a core's L2 on the machines measured) and are not prefetched: the probes'
+/// arithmetic would cost more than it saves.
+const PREFETCH_MIN_BYTES: u64 = 1 << 20;
 
 /// The largest expansion factor (RedisBloom's bound).
 pub const MAX_EXPANSION: u16 = 32768;
@@ -212,8 +216,14 @@ impl Chain {
     }
 
     /// True if the item may have been added; false if it certainly was not.
+    ///
+    /// The cache lines of the item's probes in big sub-filters are all requested before the first
+    /// is tested, so that their memory latencies overlap instead of adding up (see
+    /// [`Chain::prefetch`]).
     pub fn contains(&self, item: &[u8]) -> bool {
-        self.contains_hash(&self.hash(item))
+        let hash = self.hash(item);
+        self.prefetch(&hash);
+        self.contains_hash(&hash)
     }
 
     /// An item's hash, as this chain hashes items.
@@ -222,7 +232,7 @@ impl Chain {
         self.format.hashing().hash(item)
     }
 
-    /// [`Chain::contains`] for an item already hashed (by [`Chain::hash`]).
+    /// [`Chain::contains`] for an item already hashed (by [`Chain::hash`]), without prefetching.
     #[inline]
     pub fn contains_hash(&self, hash: &ItemHash) -> bool {
         match self.format.hashing() {
@@ -246,11 +256,15 @@ impl Chain {
     ///
     /// Growing the chain past `max_bytes` is refused with [`FilterError::TooLarge`], and a full
     /// fixed chain refuses new items with [`FilterError::Full`]; either way nothing changes.
+    ///
+    /// Prefetches as [`Chain::contains`] does.
     pub fn add(&mut self, item: &[u8], max_bytes: u64) -> Result<bool, FilterError> {
-        self.add_hash(&self.hash(item), max_bytes)
+        let hash = self.hash(item);
+        self.prefetch(&hash);
+        self.add_hash(&hash, max_bytes)
     }
 
-    /// [`Chain::add`] for an item already hashed (by [`Chain::hash`]).
+    /// [`Chain::add`] for an item already hashed (by [`Chain::hash`]), without prefetching.
     #[inline]
     pub fn add_hash(&mut self, hash: &ItemHash, max_bytes: u64) -> Result<bool, FilterError> {
         match self.format.hashing() {
@@ -318,8 +332,9 @@ impl Chain {
         room.map_err(|_| FilterError::OutOfMemory { bytes: 0 })
     }
 
-    /// Starts loading the cache lines of the item's first [`PREFETCH_PROBES`] probes, newest
-    /// sub-filter first (the biggest, so the most likely to miss the caches).
+    /// Starts loading the cache lines of the item's first [`PREFETCH_PROBES`] probes in the
+    /// sub-filters of [`PREFETCH_MIN_BYTES`] and more, newest first (the biggest: each sub-filter
+    /// is at least as big as the one before it, so the walk stops at the first small one).
     fn prefetch(&self, hash: &ItemHash) {
         match self.format.hashing() {
             Hashing::Xxh3 => self.prefetch_by::<Mixed>(hash),
@@ -331,7 +346,7 @@ impl Chain {
     fn prefetch_by<P: Probing>(&self, hash: &ItemHash) {
         let mut budget = PREFETCH_PROBES;
         for (index, filter) in self.filters.iter().enumerate().rev() {
-            if budget == 0 {
+            if budget == 0 || filter.shape().bit_bytes() < PREFETCH_MIN_BYTES {
                 break;
             }
             let count = filter.shape().hash_count.min(budget);
