@@ -9,7 +9,7 @@ use crate::config::{self, SizeLimit};
 use crate::datatype::memory_usage;
 use crate::error::BfError;
 use crate::glue::call::Call;
-use crate::glue::key::{Access, FilterKey};
+use crate::glue::key::{Access, Entry, FilterKey};
 use crate::stats;
 use bf_filter::{Chain, FilterError, Growth};
 
@@ -133,14 +133,13 @@ fn add_items(
 ) -> Result<(), BfError> {
     let args = call.args();
     let mut key = FilterKey::open(call, 1, Access::Write);
-    let (chain, created) = match (key.filter()?.is_some(), creation) {
-        (true, _) => {
-            let chain = key.filter_mut()?.ok_or(BfError::Internal)?;
+    let (chain, created) = match (key.entry()?, creation) {
+        (Entry::Filter(chain), _) => {
             in_use(chain)?;
             (chain, None)
         }
-        (false, None) => return Err(BfError::NotFound),
-        (false, Some(creation)) => {
+        (Entry::Empty(_), None) => return Err(BfError::NotFound),
+        (Entry::Empty(vacant), Some(creation)) => {
             let limit = call.size_limit();
             let chain = Chain::new(
                 creation.capacity,
@@ -149,7 +148,7 @@ fn add_items(
                 limit.bytes(),
             )
             .map_err(|err| BfError::from_filter(err, &limit))?;
-            (key.create(chain)?, Some(creation))
+            (vacant.create(chain)?, Some(creation))
         }
     };
     if answer == Answer::Each {

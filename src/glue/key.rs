@@ -19,6 +19,23 @@ pub struct FilterKey {
     key: *mut raw::RedisModuleKey,
 }
 
+/// What an open key holds, for a command that may create a filter: the filter, or the room for
+/// one (the key is empty).
+pub enum Entry<'k> {
+    Filter(&'k mut Chain),
+    Empty(Vacant<'k>),
+}
+
+/// An empty key, open for writing: [`Vacant::create`] stores a filter in it.
+pub struct Vacant<'k>(&'k mut FilterKey);
+
+impl<'k> Vacant<'k> {
+    /// Stores a new filter in the key and returns it.
+    pub fn create(self, chain: Chain) -> Result<&'k mut Chain, BfError> {
+        self.0.create(chain)
+    }
+}
+
 impl FilterKey {
     /// Opens the key named by argument `index` of the call.
     pub fn open(call: &Call, index: usize, access: Access) -> FilterKey {
@@ -68,6 +85,16 @@ impl FilterKey {
     pub fn filter_mut(&mut self) -> Result<Option<&mut Chain>, BfError> {
         // SAFETY: as in `filter`; `&mut self` makes this the only reference handed out.
         Ok(self.value()?.map(|chain| unsafe { &mut *chain }))
+    }
+
+    /// The filter the key holds, or the room for one; WRONGTYPE for a key of another type. One
+    /// look at the key, where `filter` then `create` would take two.
+    pub fn entry(&mut self) -> Result<Entry<'_>, BfError> {
+        match self.value()? {
+            // SAFETY: as in `filter_mut`.
+            Some(chain) => Ok(Entry::Filter(unsafe { &mut *chain })),
+            None => Ok(Entry::Empty(Vacant(self))),
+        }
     }
 
     /// Stores a new filter in the empty key (open for writing) and returns it.

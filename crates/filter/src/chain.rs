@@ -335,7 +335,16 @@ impl Chain {
     /// Starts loading the cache lines of the item's first [`PREFETCH_PROBES`] probes in the
     /// sub-filters of [`PREFETCH_MIN_BYTES`] and more, newest first (the biggest: each sub-filter
     /// is at least as big as the one before it, so the walk stops at the first small one).
+    #[inline(always)]
     fn prefetch(&self, hash: &ItemHash) {
+        // Most filters are small: one look at the newest sub-filter settles it, inline.
+        if self.newest().shape().bits >= PREFETCH_MIN_BYTES * 8 {
+            self.prefetch_big(hash);
+        }
+    }
+
+    #[inline(never)]
+    fn prefetch_big(&self, hash: &ItemHash) {
         match self.format.hashing() {
             Hashing::Xxh3 => self.prefetch_by::<Mixed>(hash),
             Hashing::Murmur64 | Hashing::Murmur32 => self.prefetch_by::<Plain>(hash),

@@ -100,9 +100,18 @@ pub struct Plain;
 pub struct Plain32;
 
 impl Probing for Mixed {
+    /// The sequence of [`Probes`], written out as a loop: the hottest code of every command.
     #[inline(always)]
-    fn each(hash: &ItemHash, count: u32, bits: u64, visit: impl FnMut(u64) -> bool) -> bool {
-        hash.probes(count, bits).all(visit)
+    fn each(hash: &ItemHash, count: u32, bits: u64, mut visit: impl FnMut(u64) -> bool) -> bool {
+        let (mut x, mut y) = (hash.h1, hash.h2);
+        for i in 0..count {
+            if !visit(reduce(mix(x), bits)) {
+                return false;
+            }
+            x = x.wrapping_add(y);
+            y = y.wrapping_add(u64::from(i));
+        }
+        true
     }
 
     #[inline(always)]
@@ -336,6 +345,25 @@ mod tests {
         let mapped: Vec<u64> = hash.probes(5, 1 << 40).collect();
         let expected: Vec<u64> = raw.iter().map(|&v| reduce(mix(v), 1 << 40)).collect();
         assert_eq!(mapped, expected);
+    }
+
+    #[test]
+    fn the_probing_loop_visits_the_probe_sequence() {
+        for item in 0..100u32 {
+            let hash = ItemHash::of(&item.to_le_bytes());
+            let mut visited = Vec::new();
+            assert!(Mixed::each(&hash, 11, 960, |p| {
+                visited.push(p);
+                true
+            }));
+            assert_eq!(visited, hash.probes(11, 960).collect::<Vec<_>>());
+            let mut first = Vec::new();
+            assert!(!Mixed::each(&hash, 11, 960, |p| {
+                first.push(p);
+                first.len() < 3
+            }));
+            assert_eq!(first, visited[..3]);
+        }
     }
 
     #[test]
