@@ -4,7 +4,7 @@
 #               if the packaged server holds 6379 (PORT=... to choose one)
 #   make test   everything CI checks: formatting, clippy, unit and integration tests
 #   make build  build target/release/libredis_bf.so
-#   make dist   package the stripped module with its README, license and example config
+#   make dist   x86_64 and aarch64 tarballs (glibc 2.17+) with their README, license and example config
 #   make clean  remove build output
 
 MODULE := target/release/libredis_bf.so
@@ -17,6 +17,7 @@ PY_CLIENTS := redis==8.1.0
 # node-redis, pinned with its whole tree in tests/clients/package-lock.json.
 NODE_DIR := target/node
 VALKEY_DIR := target/valkey
+ARM64_DIR := target/arm64
 
 .PHONY: all deps deps-run build dist run test lint unit integration clients bench fuzz clean
 
@@ -40,8 +41,10 @@ build: deps-run
 
 $(MODULE): build
 
-# target/dist/redis-bf-<version>-linux-<arch>.tar.gz (and its .sha256): see scripts/dist.sh.
-dist: build
+# target/dist/redis-bf-<version>-linux-{x86_64,aarch64}.tar.gz (and .sha256): the module built with
+# cargo-zigbuild for glibc 2.17+ on both architectures (scripts/dist.sh; it first installs
+# cargo-zigbuild, Zig and Rust's aarch64 std under target/tools: scripts/zig-tools.sh).
+dist: deps
 	scripts/dist.sh target/dist
 
 # Starts redis-server in the foreground with the module (Ctrl-C stops it), on a port it names.
@@ -75,12 +78,18 @@ $(VALKEY_DIR)/.installed: scripts/fetch-valkey.sh
 	scripts/fetch-valkey.sh
 	touch $@
 
-clients: $(VENV)/.installed $(NODE_DIR)/.installed $(VALKEY_DIR)/.installed
+# Debian's arm64 redis-server and qemu-user-static under target/arm64 (unpacked, not installed),
+# for the aarch64 tarball's test in tests/dist.rs.
+$(ARM64_DIR)/.installed: scripts/fetch-arm64.sh
+	scripts/fetch-arm64.sh
+	touch $@
 
-integration: build clients
+clients: $(VENV)/.installed $(NODE_DIR)/.installed $(VALKEY_DIR)/.installed $(ARM64_DIR)/.installed
+
+integration: build clients dist
 	cargo test --workspace --tests
 
-test: lint build clients
+test: lint build clients dist
 	cargo test --workspace
 
 # Benchmarks (never part of `make test`): the core against the bloomfilter crate (criterion), then

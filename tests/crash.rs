@@ -149,7 +149,7 @@ fn a_truncated_rdb_is_refused_with_a_reason() {
         .relaunch()
         .expect_err("a truncated RDB must not load");
     assert!(
-        log.contains("bf: cannot load a filter: the data ends early"),
+        log.contains("<bf> cannot load a filter: the data ends early"),
         "{log}"
     );
 }

@@ -1,13 +1,41 @@
-//! `make dist`: the tarball for people who do not build from source holds the stripped module,
-//! the example config, the README and the license, and the module in it loads the three ways the
-//! README explains: `redis-server --loadmodule`, `MODULE LOAD`, and a `loadmodule` line in a
-//! config file.
+//! `make dist`: a tarball per architecture, x86_64 and aarch64, for people who do not build from
+//! source. `scripts/dist.sh` builds both modules with cargo-zigbuild against glibc 2.17's symbols;
+//! each tarball holds the stripped module, the README for the person installing it
+//! (`packaging/README.md`, filled in), the license and the example config. The x86_64 module loads
+//! the three ways that README explains, in Debian's redis-server; the aarch64 module loads and
+//! answers in Debian's arm64 redis-server run under qemu-user (`make test` unpacks both under
+//! `target/arm64`, with `scripts/fetch-arm64.sh`; nothing is installed).
 
 mod common;
 
 use common::{Frame, Options, Server};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
+
+/// The tarballs' architectures, in the order dist.sh writes them.
+const ARCHES: [&str; 2] = ["x86_64", "aarch64"];
+
+/// The newest glibc the modules may need: manylinux2014's floor.
+const GLIBC_FLOOR: &str = "2.17";
+
+/// Libraries a module may link to: the C library's own.
+const ALLOWED_NEEDED: [&str; 9] = [
+    "libc.so.6",
+    "libm.so.6",
+    "libpthread.so.0",
+    "libdl.so.2",
+    "librt.so.1",
+    "libgcc_s.so.1",
+    "ld-linux-x86-64.so.2",
+    "ld-linux-aarch64.so.1",
+    "ld-linux.so.2",
+];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
 
 fn run(command: &mut Command) -> String {
     let output = command.output().expect("run a command");
@@ -20,90 +48,200 @@ fn run(command: &mut Command) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// Packages the release build into a fresh directory and unpacks it; the unpacked directory.
-fn unpacked() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let work = root
-        .join("target/test-dist")
-        .join(std::process::id().to_string());
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).unwrap();
-    // Checks that the release build exists.
-    common::module_path();
-    let tarball = run(Command::new(root.join("scripts/dist.sh")).arg(work.join("out")));
-    let tarball = PathBuf::from(tarball.trim());
-    let name = tarball
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .trim_end_matches(".tar.gz")
-        .to_string();
-    assert_eq!(
-        name,
-        format!(
-            "redis-bf-{}-linux-{}",
-            env!("CARGO_PKG_VERSION"),
-            std::env::consts::ARCH
-        )
-    );
-    // The checksum file matches.
-    run(Command::new("sha256sum")
-        .arg("--check")
-        .arg(format!("{name}.tar.gz.sha256"))
-        .current_dir(tarball.parent().unwrap()));
-    run(Command::new("tar")
-        .arg("-xzf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(&work));
-    work.join(name)
+/// The version MODULE LIST reports: MAJOR * 10000 + MINOR * 100 + PATCH of the crate's.
+fn module_version() -> i64 {
+    let part = |text: &str| text.parse::<i64>().unwrap();
+    part(env!("CARGO_PKG_VERSION_MAJOR")) * 10000
+        + part(env!("CARGO_PKG_VERSION_MINOR")) * 100
+        + part(env!("CARGO_PKG_VERSION_PATCH"))
 }
 
-#[test]
-fn the_tarball_holds_a_stripped_module_that_loads_three_ways() {
-    let dir = unpacked();
-    let mut files: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    files.sort();
-    assert_eq!(
-        files,
-        [
-            "LICENSE",
-            "README.md",
-            "libredis_bf.so",
-            "redis.conf.example"
-        ]
-    );
-    let module = dir.join("libredis_bf.so");
-    let sections = run(Command::new("readelf").arg("-S").arg(&module));
-    assert!(!sections.contains(".symtab"), "not stripped:\n{sections}");
-    let symbols = run(Command::new("readelf").arg("--dyn-syms").arg(&module));
-    assert!(symbols.contains("RedisModule_OnLoad"));
-    assert_eq!(
-        std::fs::read(dir.join("LICENSE")).unwrap(),
-        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("LICENSE")).unwrap()
-    );
+/// A dotted version as numbers, for comparing.
+fn numbers(version: &str) -> Vec<u32> {
+    version
+        .split('.')
+        .map(|part| part.parse().unwrap())
+        .collect()
+}
 
-    // The README names the oldest C library the module needs: the newest GLIBC_ version it uses.
-    let needed = run(Command::new("objdump").arg("-T").arg(&module));
-    let newest = needed
+/// The directory the tarball for `arch` unpacks to. Both tarballs are built and packaged once,
+/// by scripts/dist.sh into a fresh directory, for all the tests of this file.
+fn unpacked(arch: &str) -> PathBuf {
+    static DIRS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    let dirs = DIRS.get_or_init(package);
+    let index = ARCHES.iter().position(|a| *a == arch).unwrap();
+    dirs[index].clone()
+}
+
+fn package() -> Vec<PathBuf> {
+    let parent = root().join("target/test-dist");
+    // Directories that earlier runs left (each test process leaves its own, named by its id).
+    if let Ok(entries) = std::fs::read_dir(&parent) {
+        for entry in entries.flatten() {
+            let pid = entry.file_name().to_string_lossy().into_owned();
+            if !Path::new("/proc").join(&pid).exists() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    let work = parent.join(std::process::id().to_string());
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    // Builds both modules (cargo-zigbuild, in target/zig: quick when `make dist` or an earlier run
+    // built them) and packages them.
+    let printed = run(Command::new(root().join("scripts/dist.sh")).arg(work.join("out")));
+    let tarballs: Vec<PathBuf> = printed.lines().map(PathBuf::from).collect();
+    assert_eq!(tarballs.len(), ARCHES.len(), "dist.sh printed:\n{printed}");
+    tarballs
+        .iter()
+        .zip(ARCHES)
+        .map(|(tarball, arch)| {
+            let name = tarball
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .trim_end_matches(".tar.gz")
+                .to_string();
+            assert_eq!(
+                name,
+                format!("redis-bf-{}-linux-{arch}", env!("CARGO_PKG_VERSION"))
+            );
+            // The checksum file matches.
+            run(Command::new("sha256sum")
+                .arg("--check")
+                .arg(format!("{name}.tar.gz.sha256"))
+                .current_dir(tarball.parent().unwrap()));
+            run(Command::new("tar")
+                .arg("-xzf")
+                .arg(tarball)
+                .arg("-C")
+                .arg(&work));
+            work.join(name)
+        })
+        .collect()
+}
+
+/// The newest GLIBC_ symbol version the module needs (objdump -T).
+fn newest_glibc(module: &Path) -> String {
+    let symbols = run(Command::new("objdump").arg("-T").arg(module));
+    symbols
         .split_whitespace()
         .filter_map(|word| word.strip_prefix("(GLIBC_").or(word.strip_prefix("GLIBC_")))
         .map(|version| version.trim_end_matches(')').to_string())
-        .max_by_key(|version| {
-            version
-                .split('.')
-                .map(|part| part.parse::<u32>().unwrap_or(0))
-                .collect::<Vec<_>>()
-        })
-        .unwrap();
-    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
-    assert!(
-        readme.contains(&format!("glibc {newest} or newer")),
-        "the README should say the module needs glibc {newest} or newer"
-    );
+        .max_by_key(|version| numbers(version))
+        .expect("the module uses glibc")
+}
+
+#[test]
+fn each_tarball_holds_a_stripped_module_for_glibc_2_17_its_readme_license_and_config() {
+    for arch in ARCHES {
+        let dir = unpacked(arch);
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        assert_eq!(
+            files,
+            [
+                "LICENSE",
+                "README.md",
+                "libredis_bf.so",
+                "redis.conf.example"
+            ],
+            "{arch}"
+        );
+        let module = dir.join("libredis_bf.so");
+        // Redis 7 refuses a module file without execute permission.
+        let mode = std::fs::metadata(&module).unwrap().permissions().mode();
+        assert_eq!(mode & 0o111, 0o111, "{arch}: mode {mode:o}");
+        let header = run(Command::new("readelf").arg("-h").arg(&module));
+        let machine = match arch {
+            "x86_64" => "Advanced Micro Devices X86-64",
+            _ => "AArch64",
+        };
+        assert!(
+            header
+                .lines()
+                .any(|line| line.trim() == format!("Machine:                           {machine}")),
+            "{arch}: {header}"
+        );
+        let sections = run(Command::new("readelf").arg("-S").arg(&module));
+        assert!(
+            !sections.contains(".symtab") && !sections.contains(".debug_"),
+            "{arch}: not stripped:\n{sections}"
+        );
+        let symbols = run(Command::new("readelf").arg("--dyn-syms").arg(&module));
+        assert!(symbols.contains("RedisModule_OnLoad"), "{arch}");
+        let dynamic = run(Command::new("readelf").arg("-d").arg(&module));
+        for line in dynamic.lines().filter(|line| line.contains("(NEEDED)")) {
+            let library = line.split('[').nth(1).unwrap().trim_end_matches(']');
+            assert!(
+                ALLOWED_NEEDED.contains(&library),
+                "{arch}: the module needs {library}, beyond the C library"
+            );
+        }
+
+        // The newest glibc it needs is at most 2.17.
+        let newest = newest_glibc(&module);
+        eprintln!("{arch}: the module needs GLIBC_{newest} at newest");
+        assert!(
+            numbers(&newest) <= numbers(GLIBC_FLOOR),
+            "{arch}: the module needs glibc {newest}, newer than {GLIBC_FLOOR}"
+        );
+
+        // The README is the one for the person installing it, filled in for this tarball.
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        for wanted in [
+            format!("# redis-bf {} for Linux {arch}", env!("CARGO_PKG_VERSION")),
+            format!("glibc {GLIBC_FLOOR} or newer"),
+            format!("with version {}", module_version()),
+            format!(
+                "sha256sum -c redis-bf-{}-linux-{arch}.tar.gz.sha256",
+                env!("CARGO_PKG_VERSION")
+            ),
+            "--loadmodule /usr/local/lib/redis/libredis_bf.so".to_string(),
+            "MODULE LOAD".to_string(),
+            "enable-module-command".to_string(),
+            "loadmodule /usr/local/lib/redis/libredis_bf.so".to_string(),
+            "CONFIG SET bf.error-rate".to_string(),
+            "## Upgrade".to_string(),
+            "## Uninstall".to_string(),
+        ] {
+            assert!(
+                readme.contains(&wanted),
+                "{arch}: the README lacks {wanted:?}"
+            );
+        }
+        assert!(!readme.contains('@'), "{arch}: a placeholder is left");
+        for developer in ["make test", "cargo ", "make build"] {
+            assert!(!readme.contains(developer), "{arch}: {developer:?}");
+        }
+        for file in ["LICENSE", "redis.conf.example"] {
+            assert_eq!(
+                std::fs::read(dir.join(file)).unwrap(),
+                std::fs::read(root().join(file)).unwrap(),
+                "{arch}: {file}"
+            );
+        }
+    }
+}
+
+/// MODULE LIST names the module `bf`, at the crate's version.
+fn assert_listed(conn: &mut common::Conn) {
+    let modules = conn.call(&["MODULE", "LIST"]).items();
+    assert_eq!(modules.len(), 1, "{modules:?}");
+    let fields = modules[0].items();
+    assert_eq!(fields[0], Frame::bulk("name"));
+    assert_eq!(fields[1], Frame::bulk("bf"));
+    assert_eq!(fields[2], Frame::bulk("ver"));
+    assert_eq!(fields[3], Frame::Int(module_version()));
+}
+
+#[test]
+fn the_x86_64_module_loads_three_ways() {
+    let dir = unpacked("x86_64");
+    let module = dir.join("libredis_bf.so");
 
     // 1. redis-server --loadmodule, with module arguments.
     let server = Server::with(
@@ -114,7 +252,9 @@ fn the_tarball_holds_a_stripped_module_that_loads_three_ways() {
         .module_args(&["error-rate", "0.001"]),
     );
     let mut conn = server.conn();
+    assert_listed(&mut conn);
     assert_eq!(conn.call(&["BF.ADD", "f", "x"]), Frame::Int(1));
+    assert_eq!(conn.call(&["BF.EXISTS", "f", "x"]), Frame::Int(1));
     assert_eq!(
         conn.call(&["CONFIG", "GET", "bf.error-rate"]),
         Frame::Array(vec![Frame::bulk("bf.error-rate"), Frame::bulk("0.001")])
@@ -140,10 +280,7 @@ fn the_tarball_holds_a_stripped_module_that_loads_three_ways() {
         conn.call(&["BF.INFO", "f", "CAPACITY"]),
         Frame::Array(vec![Frame::Int(500)])
     );
-    let modules = conn.call(&["MODULE", "LIST"]).items();
-    assert_eq!(modules.len(), 1);
-    let fields = modules[0].items();
-    assert_eq!(fields[1], Frame::bulk("bf"));
+    assert_listed(&mut conn);
     drop(server);
 
     // 3. A config file: redis.conf.example from the tarball, plus a loadmodule line and a
@@ -167,5 +304,94 @@ fn the_tarball_holds_a_stripped_module_that_loads_three_ways() {
         Frame::Array(vec![Frame::Int(4)])
     );
     drop(server);
-    let _ = std::fs::remove_dir_all(dir.parent().unwrap());
+}
+
+/// Debian's arm64 redis-server under qemu-aarch64, as `make test` unpacks them
+/// (scripts/fetch-arm64.sh writes this wrapper).
+fn arm64_redis_server() -> PathBuf {
+    let path = root().join("target/arm64/redis-server");
+    assert!(
+        path.exists(),
+        "{} is missing: `make test` unpacks Debian's arm64 redis-server and qemu-user-static \
+         there (scripts/fetch-arm64.sh)",
+        path.display()
+    );
+    path
+}
+
+/// A handful of commands, and the replies: the same on both architectures, down to the bytes of
+/// BF.SCANDUMP, since the filters' sizing and hashing do not depend on the machine.
+fn exercise(conn: &mut common::Conn) -> Vec<Frame> {
+    let mut replies = Vec::new();
+    let mut call = |args: &[&str]| {
+        let reply = conn.call(args);
+        replies.push(reply.clone());
+        reply
+    };
+    assert_eq!(call(&["BF.RESERVE", "f", "0.01", "1000"]), Frame::ok());
+    assert_eq!(call(&["BF.ADD", "f", "x"]), Frame::Int(1));
+    assert_eq!(call(&["BF.ADD", "f", "x"]), Frame::Int(0));
+    assert_eq!(call(&["BF.EXISTS", "f", "x"]), Frame::Int(1));
+    assert_eq!(call(&["BF.EXISTS", "f", "y"]), Frame::Int(0));
+    assert_eq!(
+        call(&["BF.MADD", "f", "a", "b", "a"]),
+        Frame::Array(vec![Frame::Int(1), Frame::Int(1), Frame::Int(0)])
+    );
+    let info = call(&["BF.INFO", "f"]).items();
+    assert_eq!(info.len(), 10, "{info:?}");
+    assert_eq!(info[0], Frame::simple("Capacity"));
+    assert_eq!(info[1], Frame::Int(1000));
+    assert_eq!(info[7], Frame::Int(3), "items inserted: {info:?}");
+    // The load argument (error-rate 0.001) reached the module: a filter BF.ADD makes uses it.
+    assert_eq!(
+        call(&["CONFIG", "GET", "bf.error-rate"]),
+        Frame::Array(vec![Frame::bulk("bf.error-rate"), Frame::bulk("0.001")])
+    );
+    assert_eq!(call(&["BF.ADD", "g", "x"]), Frame::Int(1));
+    assert_eq!(call(&["BF.EXISTS", "g", "x"]), Frame::Int(1));
+    let mut iterator = "0".to_string();
+    for _ in 0..10 {
+        let chunk = call(&["BF.SCANDUMP", "f", &iterator]).items();
+        iterator = chunk[0].int().to_string();
+        if iterator == "0" {
+            break;
+        }
+    }
+    assert_eq!(iterator, "0", "BF.SCANDUMP did not end");
+    replies
+}
+
+#[test]
+fn the_aarch64_module_loads_and_answers_in_an_arm64_redis_under_qemu() {
+    let server_binary = arm64_redis_server();
+    let arm = Server::with(
+        Options {
+            server: Some(server_binary),
+            module: Some(unpacked("aarch64").join("libredis_bf.so")),
+            ..Options::default()
+        }
+        .module_args(&["error-rate", "0.001"]),
+    );
+    let mut conn = arm.conn();
+    // Really the arm64 server.
+    let info = conn.call(&["INFO", "server"]).text();
+    assert!(
+        info.lines()
+            .any(|line| line.starts_with("os:") && line.trim_end().ends_with("aarch64")),
+        "{info}"
+    );
+    assert_listed(&mut conn);
+    let on_arm = exercise(&mut conn);
+    drop(arm);
+
+    // The x86_64 module answers the same, byte for byte.
+    let x86 = Server::with(
+        Options {
+            module: Some(unpacked("x86_64").join("libredis_bf.so")),
+            ..Options::default()
+        }
+        .module_args(&["error-rate", "0.001"]),
+    );
+    let on_x86 = exercise(&mut x86.conn());
+    assert_eq!(on_arm, on_x86);
 }
