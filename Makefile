@@ -90,7 +90,7 @@ integration: build clients dist
 	cargo test --workspace --tests
 
 test: lint build clients dist
-	cargo test --workspace
+	cargo test --workspace --no-fail-fast
 
 # Benchmarks (never part of `make test`): the core against the bloomfilter crate (criterion), then
 # the server end to end against SET/GET on the same server. One table on stdout; the report in
