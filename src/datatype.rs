@@ -1,16 +1,16 @@
 //! The `MBbloom--` data type: how a filter is saved to and loaded from RDB (and so DUMP/RESTORE
 //! and replication), rewritten for the AOF, copied, digested, measured and freed.
 //!
-//! The stored form is `bf_filter::stored`'s, in encoding version 101 (100, without the restoring
-//! state, is still read); versions 0 to 4 are RedisBloom's own layouts (its type has the same
-//! name), read by `bf_filter::redisbloom`. This file only connects them to the server's RDB
-//! stream.
+//! The stored form is `bf_filter::stored`'s, in encoding version 102 (100 and 101, from before
+//! windowed filters and the restoring state, are still read); versions 0 to 4 are RedisBloom's own
+//! layouts (its type has the same name), read by `bf_filter::redisbloom`. This file only connects
+//! them to the server's RDB stream.
 
 use crate::glue::guard::guarded;
 use bf_filter::dump;
 use bf_filter::redisbloom;
 use bf_filter::stored::{self, FieldSink, FieldSource, LoadError, Revision};
-use bf_filter::{Chain, Format, Growth};
+use bf_filter::{Filter, Format, Growth};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 use std::os::raw::{c_char, c_int, c_void};
@@ -60,12 +60,12 @@ pub fn raw_type() -> *mut raw::RedisModuleType {
     RAW_TYPE.load(Ordering::Relaxed)
 }
 
-/// The chain a value pointer stands for.
+/// The filter a value pointer stands for.
 ///
 /// # Safety
-/// `value` must be a value of this type: a `Box<Chain>` leaked into the keyspace.
-unsafe fn chain<'a>(value: *const c_void) -> &'a Chain {
-    &*value.cast::<Chain>()
+/// `value` must be a value of this type: a `Box<Filter>` leaked into the keyspace.
+unsafe fn filter<'a>(value: *const c_void) -> &'a Filter {
+    &*value.cast::<Filter>()
 }
 
 /// The RDB stream of a save or load callback, as a field stream for `bf_filter::stored`.
@@ -147,7 +147,7 @@ unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) 
         NO_CTX,
         "rdb_save",
         || (),
-        || stored::save(chain(value), &mut Rdb(rdb)),
+        || stored::save(filter(value), &mut Rdb(rdb)),
     );
 }
 
@@ -161,7 +161,9 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
                 stored::load(&mut Rdb(rdb), revision).map_err(|err| err.to_string())
             } else if let Ok(encver @ 0..=4) = u32::try_from(encver) {
                 // Written by RedisBloom, whose type has the same name.
-                redisbloom::load_rdb(&mut Rdb(rdb), encver).map_err(|err| err.to_string())
+                redisbloom::load_rdb(&mut Rdb(rdb), encver)
+                    .map(Filter::Chain)
+                    .map_err(|err| err.to_string())
             } else {
                 Err(format!(
                     "encoding version {encver} is not one this module reads"
@@ -170,9 +172,9 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
         },
     );
     match loaded {
-        Ok(chain) => {
-            crate::stats::filter_added(&chain);
-            Box::into_raw(Box::new(chain)).cast()
+        Ok(filter) => {
+            crate::stats::filter_added(&filter);
+            Box::into_raw(Box::new(filter)).cast()
         }
         Err(why) => {
             crate::glue::log::io_warning(rdb, &format!("cannot load a filter: {why}"));
@@ -190,13 +192,13 @@ unsafe extern "C" fn aof_rewrite(
         NO_CTX,
         "aof_rewrite",
         || (),
-        || rewrite(aof, key, chain(value)),
+        || rewrite(aof, key, filter(value)),
     );
 }
 
 /// Emits the BF.LOADCHUNK sequence of one filter: its header, then its data chunks (for a filter
 /// being restored, the ones that have arrived, so the replay is restoring at the same point).
-unsafe fn rewrite(aof: *mut raw::RedisModuleIO, key: *mut raw::RedisModuleString, chain: &Chain) {
+unsafe fn rewrite(aof: *mut raw::RedisModuleIO, key: *mut raw::RedisModuleString, filter: &Filter) {
     let emit = |iterator: u64, bytes: &[u8]| {
         raw::RedisModule_EmitAOF.unwrap()(
             aof,
@@ -208,8 +210,8 @@ unsafe fn rewrite(aof: *mut raw::RedisModuleIO, key: *mut raw::RedisModuleString
             bytes.len(),
         );
     };
-    emit(1, &dump::header(chain));
-    for (offset, chunk) in chain.loaded_chunks() {
+    emit(1, &dump::header(filter));
+    for (offset, chunk) in filter.loaded_chunks() {
         emit(dump::next_iterator(offset, chunk.len()), &chunk);
     }
 }
@@ -223,30 +225,68 @@ fn charged(ptr: *const u8) -> usize {
 
 /// The bytes a filter occupies: every block it holds, at the size the allocator charged for it.
 /// `MEMORY USAGE` builds on this figure, and BF.INFO reports it as `Size`.
-pub fn memory_usage(chain: &Chain) -> usize {
-    // The chain's own box: its size is one of the allocator's size classes (checked below), so it
-    // is charged exactly; the chain need not be asked where it lives.
-    let mut total = std::mem::size_of::<Chain>();
-    chain.visit_allocations(&mut |ptr, _| total += charged(ptr));
+pub fn memory_usage(filter: &Filter) -> usize {
+    // The value's own box: its size is one of the allocator's size classes (checked below), so
+    // it is charged exactly; the filter need not be asked where it lives.
+    let mut total = std::mem::size_of::<Filter>();
+    filter.visit_allocations(&mut |ptr, _| total += charged(ptr));
     total
 }
 
 // Small jemalloc size classes are the multiples of 16 up to 128.
 const _: () = assert!(
-    std::mem::size_of::<Chain>().is_multiple_of(16) && std::mem::size_of::<Chain>() <= 128,
-    "Chain's box would be rounded up by the allocator"
+    std::mem::size_of::<Filter>().is_multiple_of(16) && std::mem::size_of::<Filter>() <= 128,
+    "the value's box would be rounded up by the allocator"
 );
 
 unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
-    guarded(NO_CTX, "mem_usage", || 0, || memory_usage(chain(value)))
+    guarded(NO_CTX, "mem_usage", || 0, || memory_usage(filter(value)))
 }
 
 unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
-    guarded(NO_CTX, "digest", || (), || digest_chain(md, chain(value)));
+    guarded(NO_CTX, "digest", || (), || digest_filter(md, filter(value)));
 }
 
 /// Feeds a filter's parameters and bits to DEBUG DIGEST.
-unsafe fn digest_chain(md: *mut raw::RedisModuleDigest, chain: &Chain) {
+unsafe fn digest_filter(md: *mut raw::RedisModuleDigest, filter: &Filter) {
+    let add_number = |number: u64| raw::RedisModule_DigestAddLongLong.unwrap()(md, number as i64);
+    let chains: Vec<&bf_filter::Chain> = match filter {
+        Filter::Chain(chain) => vec![chain],
+        Filter::Windowed(windowed) => {
+            // A windowed filter's parameters, then each generation's slot before its chain.
+            let shape = windowed.shape();
+            add_number(2 << 32);
+            add_number(shape.window.as_seconds());
+            add_number(shape.capacity);
+            add_number(shape.error.to_bits());
+            windowed.generations().iter().map(|g| g.chain()).collect()
+        }
+    };
+    let slots: Vec<Option<u64>> = match filter {
+        Filter::Chain(_) => vec![None],
+        Filter::Windowed(windowed) => windowed
+            .generations()
+            .iter()
+            .map(|g| Some(g.slot()))
+            .collect(),
+    };
+    for (chain, slot) in chains.into_iter().zip(slots) {
+        if let Some(slot) = slot {
+            add_number(slot);
+        }
+        digest_chain(md, chain);
+    }
+    // A filter being restored differs from the finished one. (Filters in use digest as they
+    // always did.)
+    if let Some(next) = filter.restoring() {
+        add_number(u64::MAX);
+        add_number(next);
+    }
+    raw::RedisModule_DigestEndSequence.unwrap()(md);
+}
+
+/// Feeds a chain's parameters and bits to DEBUG DIGEST.
+unsafe fn digest_chain(md: *mut raw::RedisModuleDigest, chain: &bf_filter::Chain) {
     let add_number = |number: u64| raw::RedisModule_DigestAddLongLong.unwrap()(md, number as i64);
     // An imported filter's hashing changes every answer: it is part of the value. (Native
     // filters digest as they always did.)
@@ -272,19 +312,17 @@ unsafe fn digest_chain(md: *mut raw::RedisModuleDigest, chain: &Chain) {
             );
         }
     }
-    // A filter being restored differs from the finished one. (Filters in use digest as they
-    // always did.)
-    if let Some(next) = chain.restoring() {
-        add_number(u64::MAX);
-        add_number(next);
-    }
-    raw::RedisModule_DigestEndSequence.unwrap()(md);
 }
 
 unsafe extern "C" fn free(value: *mut c_void) {
-    let chain = Box::from_raw(value.cast::<Chain>());
-    guarded(NO_CTX, "free", || (), || crate::stats::filter_freed(&chain));
-    drop(chain);
+    let filter = Box::from_raw(value.cast::<Filter>());
+    guarded(
+        NO_CTX,
+        "free",
+        || (),
+        || crate::stats::filter_freed(&filter),
+    );
+    drop(filter);
 }
 
 unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
@@ -296,7 +334,7 @@ unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *cons
         || 1,
         || {
             let mut blocks = 1;
-            chain(value).visit_allocations(&mut |_, _| blocks += 1);
+            filter(value).visit_allocations(&mut |_, _| blocks += 1);
             blocks
         },
     )
@@ -308,7 +346,7 @@ unsafe extern "C" fn copy(
     value: *const c_void,
 ) -> *mut c_void {
     // A copy the server has no memory for is refused (COPY answers an error), not an abort.
-    let copied = guarded(NO_CTX, "copy", || None, || chain(value).try_clone().ok());
+    let copied = guarded(NO_CTX, "copy", || None, || filter(value).try_clone().ok());
     match copied {
         Some(copy) => {
             crate::stats::filter_added(&copy);

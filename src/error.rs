@@ -4,6 +4,7 @@
 //! these texts literally; change one only together with its test and the README.
 
 use crate::config::SizeLimit;
+use bf_filter::window::{MAX_WINDOW_SECONDS, MIN_WINDOWED_ERROR_RATE, MIN_WINDOW_SECONDS};
 use bf_filter::{sizing::MIN_ERROR_RATE, FilterError, MAX_EXPANSION};
 use std::fmt;
 
@@ -51,6 +52,14 @@ pub enum BfError {
     },
     /// A scaling filter cannot add another sub-filter.
     CannotGrow,
+    /// A window outside 1 second to 10 years.
+    BadWindow,
+    /// An error rate too small for a windowed filter's generations.
+    BadWindowedErrorRate,
+    /// An `AT` time that is not a whole number of milliseconds.
+    BadTime,
+    /// `AT` from a client: only a primary or the AOF may say what time it is.
+    TimeFromClient,
     /// An add or lookup on a filter that BF.LOADCHUNK is still rebuilding.
     BeingRestored { loaded: u64, total: u64 },
     /// A BF.LOADCHUNK data chunk for a filter that is not being restored.
@@ -79,6 +88,7 @@ impl BfError {
             FilterError::CannotGrow => BfError::CannotGrow,
             FilterError::Corrupt(why) => BfError::BadChunk(why),
             FilterError::NotRestoring => BfError::NotRestoring,
+            FilterError::BadWindow => BfError::BadWindow,
             FilterError::ChunkOutOfOrder { expected } => BfError::ChunkOutOfOrder { expected },
         }
     }
@@ -133,6 +143,21 @@ impl fmt::Display for BfError {
             ),
             BfError::CannotGrow => f.write_str(
                 "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of range",
+            ),
+            BfError::BadWindow => write!(
+                f,
+                "ERR bad window: must be a whole number of seconds from {MIN_WINDOW_SECONDS} to \
+                 {MAX_WINDOW_SECONDS} (ten years)"
+            ),
+            BfError::BadWindowedErrorRate => write!(
+                f,
+                "ERR bad error rate: must be a number from {MIN_WINDOWED_ERROR_RATE:?} up to, not \
+                 including, 1 for a windowed filter"
+            ),
+            BfError::BadTime => f.write_str("ERR bad time: AT takes a whole number of milliseconds"),
+            BfError::TimeFromClient => f.write_str(
+                "ERR AT is only taken from a primary or the AOF: a windowed filter keeps the \
+                 primary's time",
             ),
             BfError::BeingRestored { loaded, total } => write!(
                 f,
@@ -211,6 +236,10 @@ mod tests {
             },
             BfError::NotRestoring,
             BfError::ChunkOutOfOrder { expected: 3 },
+            BfError::BadWindow,
+            BfError::BadWindowedErrorRate,
+            BfError::BadTime,
+            BfError::TimeFromClient,
             BfError::Internal,
         ];
         for err in all {

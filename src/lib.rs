@@ -62,19 +62,19 @@ macro_rules! command {
 /// show after a switch from it.
 #[rustfmt::skip]
 const COMMANDS: &[Command] = &[
-    // BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]
+    // BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [WINDOW seconds]
     command!(c"bf.reserve", commands::reserve::reserve, c"write deny-oom", -4, Inserts, docs::RESERVE),
     // BF.ADD key item
     command!(c"bf.add", commands::add::add, c"write deny-oom", 3, Inserts, docs::ADD),
     // BF.MADD key item [item ...]
     command!(c"bf.madd", commands::add::madd, c"write deny-oom", -3, Inserts, docs::MADD),
-    // BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS item...
+    // BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] [WINDOW s] ITEMS item...
     command!(c"bf.insert", commands::add::insert, c"write deny-oom", -4, Inserts, docs::INSERT),
     // BF.EXISTS key item
     command!(c"bf.exists", commands::exists::exists, c"readonly fast", 3, ReadsItems, docs::EXISTS),
     // BF.MEXISTS key item [item ...]
     command!(c"bf.mexists", commands::exists::mexists, c"readonly fast", -3, ReadsItems, docs::MEXISTS),
-    // BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]
+    // BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION | WINDOW]
     command!(c"bf.info", commands::info::info, c"readonly fast", -2, ReadsMetadata, docs::INFO),
     // BF.CARD key
     command!(c"bf.card", commands::info::card, c"readonly fast", 2, ReadsMetadata, docs::CARD),

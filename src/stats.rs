@@ -5,71 +5,89 @@
 //! RESTORE, copied) and where they leave it (freed, possibly on a lazy-free thread: hence atomics).
 
 use crate::datatype::memory_usage;
-use bf_filter::Chain;
+use bf_filter::Filter;
 use redis_module::raw;
 use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 static FILTERS: AtomicI64 = AtomicI64::new(0);
+static WINDOWED: AtomicI64 = AtomicI64::new(0);
+static EXPIRED_GENERATIONS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicI64 = AtomicI64::new(0);
 static ADDS: AtomicU64 = AtomicU64::new(0);
 static LOOKUPS: AtomicU64 = AtomicU64::new(0);
 static ERRORS: AtomicU64 = AtomicU64::new(0);
 
 /// A filter entered the keyspace.
-pub fn filter_added(chain: &Chain) {
+pub fn filter_added(filter: &Filter) {
     FILTERS.fetch_add(1, Ordering::Relaxed);
-    BYTES.fetch_add(memory_usage(chain) as i64, Ordering::Relaxed);
+    if filter.window().is_some() {
+        WINDOWED.fetch_add(1, Ordering::Relaxed);
+    }
+    BYTES.fetch_add(memory_usage(filter) as i64, Ordering::Relaxed);
 }
 
 /// A filter is being freed.
-pub fn filter_freed(chain: &Chain) {
+pub fn filter_freed(filter: &Filter) {
     FILTERS.fetch_sub(1, Ordering::Relaxed);
-    BYTES.fetch_sub(memory_usage(chain) as i64, Ordering::Relaxed);
+    if filter.window().is_some() {
+        WINDOWED.fetch_sub(1, Ordering::Relaxed);
+    }
+    BYTES.fetch_sub(memory_usage(filter) as i64, Ordering::Relaxed);
 }
 
-/// A filter's size changed (it grew) from `before` bytes.
-pub fn filter_resized(before: usize, chain: &Chain) {
+/// A filter's size changed (it grew, or dropped expired generations) from `before` bytes.
+pub fn filter_resized(before: usize, filter: &Filter) {
     BYTES.fetch_add(
-        memory_usage(chain) as i64 - before as i64,
+        memory_usage(filter) as i64 - before as i64,
         Ordering::Relaxed,
     );
 }
 
+/// A write dropped `count` expired generations of a windowed filter.
+pub fn generations_expired(count: usize) {
+    count_up(&EXPIRED_GENERATIONS, count as u64);
+}
+
 /// Adds to a counter only commands change. Commands run on the server's main thread alone, so a
 /// plain load and store (no locked read-modify-write on the hot path) cannot lose a count.
-fn count(counter: &AtomicU64, by: u64) {
+fn count_up(counter: &AtomicU64, by: u64) {
     counter.store(counter.load(Ordering::Relaxed) + by, Ordering::Relaxed);
 }
 
 /// `items` items went through an add command.
 pub fn items_added(items: usize) {
-    count(&ADDS, items as u64);
+    count_up(&ADDS, items as u64);
 }
 
 /// `items` items were looked up.
 pub fn items_looked_up(items: usize) {
-    count(&LOOKUPS, items as u64);
+    count_up(&LOOKUPS, items as u64);
 }
 
 /// A BF command answered with an error (a whole reply or an array element).
 pub fn error_replied() {
-    count(&ERRORS, 1);
+    count_up(&ERRORS, 1);
 }
 
-/// The INFO callback: section `bf`, fields `bf_filters`, `bf_bytes`, `bf_adds`, `bf_lookups`,
-/// `bf_errors`.
+/// The INFO callback: section `bf`, fields `bf_filters`, `bf_windowed_filters`, `bf_bytes`,
+/// `bf_adds`, `bf_lookups`, `bf_errors`, `bf_expired_generations`.
 pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
     crate::glue::guard::guarded(std::ptr::null_mut(), "INFO", || (), || add_info(ctx));
 }
 
 fn add_info(ctx: *mut raw::RedisModuleInfoCtx) {
-    let fields: [(&std::ffi::CStr, i64); 5] = [
+    let fields: [(&std::ffi::CStr, i64); 7] = [
         (c"filters", FILTERS.load(Ordering::Relaxed)),
+        (c"windowed_filters", WINDOWED.load(Ordering::Relaxed)),
         (c"bytes", BYTES.load(Ordering::Relaxed)),
         (c"adds", ADDS.load(Ordering::Relaxed) as i64),
         (c"lookups", LOOKUPS.load(Ordering::Relaxed) as i64),
         (c"errors", ERRORS.load(Ordering::Relaxed) as i64),
+        (
+            c"expired_generations",
+            EXPIRED_GENERATIONS.load(Ordering::Relaxed) as i64,
+        ),
     ];
     // SAFETY: the server's INFO context; an empty section name means the module's own section,
     // and field names are prefixed with the module name by the server.

@@ -30,7 +30,7 @@ const COMMANDS: [Expected; 11] = [
         arity: -4,
         flags: WRITE,
         key: &["RW", "insert"],
-        hint: "key error_rate capacity [EXPANSION expansion] [NONSCALING]",
+        hint: "key error_rate capacity [EXPANSION expansion] [NONSCALING] [WINDOW seconds]",
     },
     Expected {
         name: "bf.add",
@@ -51,7 +51,7 @@ const COMMANDS: [Expected; 11] = [
         arity: -4,
         flags: WRITE,
         key: &["RW", "insert"],
-        hint: "key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] ITEMS item [item ...]",
+        hint: "key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] [WINDOW seconds] ITEMS item [item ...]",
     },
     Expected {
         name: "bf.exists",
@@ -72,7 +72,7 @@ const COMMANDS: [Expected; 11] = [
         arity: -2,
         flags: READ_FAST,
         key: &["RO"],
-        hint: "key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]",
+        hint: "key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|WINDOW]",
     },
     Expected {
         name: "bf.card",
@@ -331,13 +331,13 @@ fn redis_cli_shows_argument_hints_while_typing() {
     let cases = [
         (
             "BF.INSERT f ",
-            "[CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] ITEMS item [item ...]",
+            "[CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] [WINDOW seconds] ITEMS item [item ...]",
         ),
         (
             "bf.reserve k 0.01 ",
-            "capacity [EXPANSION expansion] [NONSCALING]",
+            "capacity [EXPANSION expansion] [NONSCALING] [WINDOW seconds]",
         ),
-        ("BF.INFO k ", "[CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]"),
+        ("BF.INFO k ", "[CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|WINDOW]"),
     ];
     for (typed, hint) in cases {
         let wanted = format!("{typed}\u{1b}[0;90;49m{hint}");

@@ -533,10 +533,18 @@ fn valid_fields(items: u64) -> Vec<Field> {
     ]
 }
 
-/// The stored form of encoding version 101: a chain's fields, then its restoring state (0: in use).
-fn in_use(mut fields: Vec<Field>) -> Vec<Field> {
-    fields.push(Field::Unsigned(0));
-    fields
+/// The stored form of encoding version 102: the kind (0: a chain), a chain's fields, then its
+/// restoring state (0: in use).
+fn in_use(fields: Vec<Field>) -> Vec<Field> {
+    restoring_at(fields, 0)
+}
+
+/// [`in_use`] with restoring field `restoring`.
+fn restoring_at(fields: Vec<Field>, restoring: u64) -> Vec<Field> {
+    let mut stored = vec![Field::Unsigned(0)];
+    stored.extend(fields);
+    stored.push(Field::Unsigned(restoring));
+    stored
 }
 
 #[test]
@@ -551,7 +559,7 @@ fn restore_accepts_a_hand_built_valid_filter() {
     );
     assert_eq!(conn.call(&["BF.EXISTS", "built", "x"]), Frame::Int(0));
     assert_eq!(conn.call(&["BF.ADD", "built", "x"]), Frame::Int(1));
-    // Encoding version 100 (before the restoring state) is still read: the chain alone.
+    // Encoding versions 100 (the chain alone) and 101 (and its restoring state) are still read.
     let payload = envelope
         .with_encoding_version(100)
         .payload(&valid_fields(0));
@@ -560,10 +568,16 @@ fn restore_accepts_a_hand_built_valid_filter() {
         Frame::ok()
     );
     assert_eq!(conn.call(&["BF.ADD", "old", "x"]), Frame::Int(1));
-    // A filter stored while being restored, its one data chunk still to come.
     let mut fields = valid_fields(0);
-    fields.push(Field::Unsigned(1));
-    let payload = envelope.payload(&fields);
+    fields.push(Field::Unsigned(0));
+    let payload = envelope.with_encoding_version(101).payload(&fields);
+    assert_eq!(
+        conn.call(&[&b"RESTORE"[..], b"older", b"0", &payload]),
+        Frame::ok()
+    );
+    assert_eq!(conn.call(&["BF.ADD", "older", "x"]), Frame::Int(1));
+    // A filter stored while being restored, its one data chunk still to come.
+    let payload = envelope.payload(&restoring_at(valid_fields(0), 1));
     assert_eq!(
         conn.call(&[&b"RESTORE"[..], b"half", b"0", &payload]),
         Frame::ok()
@@ -654,15 +668,22 @@ fn restore_refuses_forged_and_truncated_filters_and_the_server_lives() {
     let mut trailing = in_use(valid_fields(0));
     trailing.push(Field::Unsigned(1));
     forged.push(("trailing data", trailing));
-    forged.push(("no restoring state", valid_fields(0)));
-    let restoring_at = |next: u64| {
-        let mut fields = valid_fields(0);
-        fields.push(Field::Unsigned(next + 1));
-        fields
-    };
+    let mut no_state = vec![Field::Unsigned(0)];
+    no_state.extend(valid_fields(0));
+    forged.push(("no restoring state", no_state));
+    forged.push((
+        "no kind",
+        valid_fields(0)
+            .into_iter()
+            .chain([Field::Unsigned(0)])
+            .collect(),
+    ));
+    let mut unknown_kind = in_use(valid_fields(0));
+    unknown_kind[0] = Field::Unsigned(7);
+    forged.push(("unknown kind", unknown_kind));
     // 144 bytes of bits: one chunk, so the only place a restore can be at is its start.
-    forged.push(("restoring at the end", restoring_at(144)));
-    forged.push(("restoring inside a chunk", restoring_at(8)));
+    forged.push(("restoring at the end", restoring_at(valid_fields(0), 145)));
+    forged.push(("restoring inside a chunk", restoring_at(valid_fields(0), 9)));
     for (what, fields) in forged {
         let payload = envelope.payload(&fields);
         assert_eq!(

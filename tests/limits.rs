@@ -200,10 +200,18 @@ fn under_an_eviction_policy_filters_are_made_and_grow_and_the_server_evicts() {
         conn.call(&["BF.INFO", "g", "FILTERS"]),
         Frame::Array(vec![Frame::Int(2)])
     );
+    // The server makes room, a time-limited slice per command and in its timer: it comes back
+    // under maxmemory by evicting strings (each command gives it a turn).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while common::used_memory(&mut conn) > 30 << 20 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never back under maxmemory"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let evicted: i64 = server.info_field("stats", "evicted_keys").parse().unwrap();
-    assert!(evicted >= 10, "{evicted} keys evicted");
-    // The server made room: it is back under maxmemory.
-    assert!(common::used_memory(&mut conn) <= 30 << 20);
+    assert!(evicted >= 5, "{evicted} keys evicted");
 }
 
 #[test]

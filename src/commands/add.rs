@@ -2,8 +2,8 @@
 //! open the key, create the filter if the command may, add the items in order, reply, propagate.
 
 use super::{
-    growth_words, in_use, is_option, once, parse_capacity, parse_error_rate, parse_expansion,
-    unknown, value_of, Args,
+    growth_of, growth_words, in_use, is_option, once, parse_capacity, parse_error_rate,
+    parse_expansion, parse_whole, parse_window, unknown, value_of, Args,
 };
 use crate::config::{self, SizeLimit};
 use crate::datatype::memory_usage;
@@ -11,7 +11,8 @@ use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, Entry, FilterKey};
 use crate::stats;
-use bf_filter::{Chain, FilterError, Growth};
+use bf_filter::window::{Window, Windowed, WindowedShape, MIN_WINDOWED_ERROR_RATE};
+use bf_filter::{Chain, Filter, FilterError, Growth};
 
 /// How a command creates a missing filter.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -19,6 +20,8 @@ pub struct Creation {
     pub capacity: u64,
     pub error: f64,
     pub growth: Growth,
+    /// A windowed filter's window; `None` for a filter that remembers every item.
+    pub window: Option<Window>,
 }
 
 impl Creation {
@@ -31,23 +34,85 @@ impl Creation {
             growth: Growth::Scaling {
                 expansion: defaults.expansion,
             },
+            window: None,
         }
+    }
+
+    /// The filter it describes, empty, refused past `max_bytes`.
+    pub fn build(&self, max_bytes: u64) -> Result<Filter, FilterError> {
+        match self.window {
+            None => Ok(Filter::Chain(Chain::new(
+                self.capacity,
+                self.error,
+                self.growth,
+                max_bytes,
+            )?)),
+            Some(window) => {
+                let shape = WindowedShape::new(self.capacity, self.error, self.growth, window)?;
+                let windowed = Windowed::new(shape);
+                if windowed.planned_size() > max_bytes {
+                    return Err(FilterError::TooLarge {
+                        bytes: windowed.planned_size(),
+                    });
+                }
+                Ok(Filter::from(windowed))
+            }
+        }
+    }
+
+    /// The creation parameters of an existing filter's kind, for a propagated windowed write.
+    fn of_windowed(shape: &WindowedShape) -> Creation {
+        Creation {
+            capacity: shape.capacity,
+            error: shape.error,
+            growth: shape.growth,
+            window: Some(shape.window),
+        }
+    }
+
+    /// The arguments that spell it out in a propagated command: `CAPACITY c ERROR e`, the growth,
+    /// and the window if any.
+    fn words(&self) -> Vec<String> {
+        let mut words = vec![
+            "CAPACITY".to_string(),
+            self.capacity.to_string(),
+            "ERROR".into(),
+            // The shortest text that parses back to the same f64 (with an exponent when small).
+            format!("{:?}", self.error),
+        ];
+        words.extend(growth_words(self.growth));
+        if let Some(window) = self.window {
+            words.extend(["WINDOW".to_string(), window.as_seconds().to_string()]);
+        }
+        words
     }
 }
 
-/// A parsed BF.INSERT: `creation` is `None` with NOCREATE; items start at argument `first_item`.
+/// Checks an error rate given with `WINDOW`: its generations take a share of it (see
+/// `bf_filter::window`), which must itself be a rate a filter can be built for.
+pub fn check_windowed_error_rate(error: f64) -> Result<(), BfError> {
+    if error < MIN_WINDOWED_ERROR_RATE {
+        return Err(BfError::BadWindowedErrorRate);
+    }
+    Ok(())
+}
+
+/// A parsed BF.INSERT: `creation` is `None` with NOCREATE; items start at argument `first_item`;
+/// `at` is the primary's time of a propagated windowed write.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Insert {
     pub creation: Option<Creation>,
     pub first_item: usize,
+    pub at: Option<u64>,
 }
 
 impl Insert {
-    /// Parses `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] ITEMS
-    /// item...`; options the command leaves out come from `defaults`.
+    /// Parses `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING]
+    /// [WINDOW seconds] [AT milliseconds] ITEMS item...`; options the command leaves out come
+    /// from `defaults`.
     pub fn parse<'a>(args: &impl Args<'a>, defaults: Creation) -> Result<Insert, BfError> {
         let (mut capacity, mut error, mut expansion) = (None, None, None);
-        let (mut no_create, mut non_scaling) = (None, None);
+        let (mut no_create, mut non_scaling, mut window, mut at) = (None, None, None, None);
         let mut index = 2;
         let first_item = loop {
             if index >= args.len() {
@@ -74,6 +139,14 @@ impl Insert {
             } else if is_option(token, "NONSCALING") {
                 once(&mut non_scaling, "NONSCALING", ())?;
                 index += 1;
+            } else if is_option(token, "WINDOW") {
+                let value = parse_window(value_of(args, index, "WINDOW")?)?;
+                once(&mut window, "WINDOW", value)?;
+                index += 2;
+            } else if is_option(token, "AT") {
+                let value = parse_whole(value_of(args, index, "AT")?).ok_or(BfError::BadTime)?;
+                once(&mut at, "AT", value)?;
+                index += 2;
             } else {
                 return Err(unknown(token));
             }
@@ -81,20 +154,20 @@ impl Insert {
         if first_item >= args.len() {
             return Err(BfError::MissingItems);
         }
-        let growth = match (expansion, non_scaling, defaults.growth) {
-            (Some(_), Some(()), _) => return Err(BfError::ExpansionWithNonScaling),
-            (_, Some(()), _) => Growth::Fixed,
-            (Some(expansion), None, _) => Growth::Scaling { expansion },
-            (None, None, growth) => growth,
-        };
+        let growth = growth_of(expansion, non_scaling, window.is_some(), defaults.growth)?;
         let creation = Creation {
             capacity: capacity.unwrap_or(defaults.capacity),
             error: error.unwrap_or(defaults.error),
             growth,
+            window,
         };
+        if window.is_some() {
+            check_windowed_error_rate(creation.error)?;
+        }
         Ok(Insert {
             creation: no_create.is_none().then_some(creation),
             first_item,
+            at,
         })
     }
 }
@@ -110,60 +183,81 @@ enum Answer {
 
 /// BF.ADD key item
 pub fn add(call: &Call) -> Result<(), BfError> {
-    add_items(call, Some(Creation::defaults()), 2, Answer::One)
+    add_items(call, Some(Creation::defaults()), 2, Answer::One, None)
 }
 
 /// BF.MADD key item [item ...]
 pub fn madd(call: &Call) -> Result<(), BfError> {
-    add_items(call, Some(Creation::defaults()), 2, Answer::Each)
+    add_items(call, Some(Creation::defaults()), 2, Answer::Each, None)
 }
 
 /// BF.INSERT key [options] ITEMS item [item ...]
 pub fn insert(call: &Call) -> Result<(), BfError> {
     let request = Insert::parse(&call.args(), Creation::defaults())?;
-    add_items(call, request.creation, request.first_item, Answer::Each)
+    add_items(
+        call,
+        request.creation,
+        request.first_item,
+        Answer::Each,
+        request.at,
+    )
 }
 
-/// Adds the items from argument `first_item` on to the filter at argument 1.
+/// Adds the items from argument `first_item` on to the filter at argument 1. `at` is the time of
+/// a windowed write as its primary propagated it (accepted from a primary or the AOF only).
 fn add_items(
     call: &Call,
     creation: Option<Creation>,
     first_item: usize,
     answer: Answer,
+    at: Option<u64>,
 ) -> Result<(), BfError> {
+    if at.is_some() && !call.is_replay() {
+        return Err(BfError::TimeFromClient);
+    }
     let args = call.args();
     let mut key = FilterKey::open(call, 1, Access::Write);
-    let (chain, created) = match (key.entry()?, creation) {
-        (Entry::Filter(chain), _) => {
-            in_use(chain)?;
-            (chain, None)
+    let (filter, created) = match (key.entry()?, creation) {
+        (Entry::Filter(filter), _) => {
+            in_use(filter)?;
+            (filter, None)
         }
         (Entry::Empty(_), None) => return Err(BfError::NotFound),
         (Entry::Empty(vacant), Some(creation)) => {
             let limit = call.size_limit();
-            let chain = Chain::new(
-                creation.capacity,
-                creation.error,
-                creation.growth,
-                limit.bytes(),
-            )
-            .map_err(|err| BfError::from_filter(err, &limit))?;
-            (vacant.create(chain)?, Some(creation))
+            let filter = creation
+                .build(limit.bytes())
+                .map_err(|err| BfError::from_filter(err, &limit))?;
+            (vacant.create(filter)?, Some(creation))
         }
+    };
+    // Time matters to windowed filters only: the primary's clock, or the time it propagated.
+    let windowed = match filter {
+        Filter::Windowed(windowed) => Some(*windowed.shape()),
+        Filter::Chain(_) => None,
+    };
+    let now = match windowed {
+        Some(_) => at.unwrap_or_else(|| call.now()),
+        None => 0,
     };
     if answer == Answer::Each {
         call.reply_array_open();
     }
     let items = first_item..args.len();
-    // Growth is the only change of size, and the only thing the size limit bounds: ask for the
-    // limit and measure the bytes before it only when it may come (both cost on the hot path).
-    let may_grow = chain.may_grow_within(items.len() as u64);
+    // Growth (and, for a windowed filter, dropping what expired) are the only changes of size,
+    // and growth the only thing the size limit bounds: ask for the limit and measure the bytes
+    // before only when they may come (both cost on the hot path).
+    let may_grow = filter.may_grow_within(items.len() as u64, now);
+    let expiring = filter.has_expired(now);
     let limit = if may_grow {
-        call.size_limit().growing(chain.planned_size())
+        call.size_limit().growing(filter.planned_size())
     } else {
         SizeLimit::unlimited()
     };
-    let bytes_before = may_grow.then(|| memory_usage(chain));
+    let bytes_before = (may_grow || expiring).then(|| memory_usage(filter));
+    let expired = filter.expire(now);
+    stats::generations_expired(expired);
+    let expiry_before = filter.expires_at();
     let mut added_any = false;
     // Items before `end` were applied; an error stops the command at its item.
     let mut end = args.len();
@@ -183,14 +277,30 @@ fn add_items(
         }
     };
     if items.len() == 1 {
-        // One item has nothing to batch: no group buffer, no prefetching.
-        answer_one(chain.add(args.get(first_item), limit.bytes()));
+        // One item has nothing to batch: no group buffer.
+        answer_one(filter.add(args.get(first_item), now, limit.bytes()));
     } else {
-        chain.add_many(items.map(|i| args.get(i)), limit.bytes(), answer_one);
+        filter.add_many(items.map(|i| args.get(i)), now, limit.bytes(), answer_one);
     }
+    if let Some(before) = bytes_before {
+        stats::filter_resized(before, filter);
+    }
+    let expiry = filter.expires_at();
+    // A windowed filter's key expires with its newest generation.
+    if let Some(expiry) = expiry.filter(|_| expiry != expiry_before || created.is_some()) {
+        key.expire_at(expiry);
+    }
+    stats::items_added(end - first_item);
     if let Some(err) = refused {
         if answer == Answer::One {
-            stats::items_added(end - first_item);
+            propagate(
+                call,
+                created,
+                windowed,
+                now,
+                first_item..end,
+                added_any || expired > 0,
+            );
             return Err(err);
         }
         call.reply_error(&err);
@@ -198,21 +308,14 @@ fn add_items(
     if answer == Answer::Each {
         call.end_array();
     }
-    stats::items_added(end - first_item);
-    if let Some(before) = bytes_before {
-        stats::filter_resized(before, chain);
-    }
-    // Propagate exactly what was applied: a replica never refuses what its primary accepted (it
-    // skips the size limit), so items after an error must not reach it.
-    match created {
-        Some(creation) => propagate_creation(call, creation, first_item..end),
-        None if added_any && end == args.len() => call.replicate_verbatim(),
-        None if added_any => {
-            let key = call.args().get(1);
-            call.replicate(c"BF.MADD", &[key], first_item..end);
-        }
-        None => {}
-    }
+    propagate(
+        call,
+        created,
+        windowed,
+        now,
+        first_item..end,
+        added_any || expired > 0,
+    );
     if created.is_some() {
         call.notify(c"bf.reserve", 1);
     }
@@ -222,23 +325,39 @@ fn add_items(
     Ok(())
 }
 
-/// Propagates a command that created its filter as a BF.INSERT with every parameter spelled out,
-/// so a replica or an AOF replay builds the same filter whatever its own defaults.
-fn propagate_creation(call: &Call, creation: Creation, items: std::ops::Range<usize>) {
-    let capacity = creation.capacity.to_string();
-    // The shortest text that parses back to the same f64 (with an exponent when small).
-    let error = format!("{:?}", creation.error);
-    let growth = growth_words(creation.growth);
-    let mut made: Vec<&[u8]> = vec![
-        call.args().get(1),
-        b"CAPACITY",
-        capacity.as_bytes(),
-        b"ERROR",
-        error.as_bytes(),
-    ];
-    made.extend(growth.iter().map(|word| word.as_bytes()));
+/// Propagates exactly what was applied (the items of `applied`): a replica never refuses what
+/// its primary accepted (it skips the size limit), so items after an error must not reach it. A
+/// command that created its filter is propagated as a BF.INSERT with every parameter spelled out,
+/// so a replica or an AOF replay builds the same filter whatever its own defaults; a windowed
+/// write also carries its time (`AT`), so the replica makes the same generations at the same
+/// instants; a write that changed nothing is not propagated.
+fn propagate(
+    call: &Call,
+    created: Option<Creation>,
+    windowed: Option<WindowedShape>,
+    now: u64,
+    applied: std::ops::Range<usize>,
+    changed: bool,
+) {
+    let all = applied.end == call.args().len();
+    let creation = match (created, windowed) {
+        (_, Some(shape)) if changed || created.is_some() => Creation::of_windowed(&shape),
+        (Some(creation), None) => creation,
+        (None, None) if changed && all => return call.replicate_verbatim(),
+        (None, None) if changed => {
+            let key = call.args().get(1);
+            return call.replicate(c"BF.MADD", &[key], applied);
+        }
+        _ => return,
+    };
+    let mut words = creation.words();
+    if windowed.is_some() {
+        words.extend(["AT".to_string(), now.to_string()]);
+    }
+    let mut made: Vec<&[u8]> = vec![call.args().get(1)];
+    made.extend(words.iter().map(|word| word.as_bytes()));
     made.push(b"ITEMS");
-    call.replicate(c"BF.INSERT", &made, items);
+    call.replicate(c"BF.INSERT", &made, applied);
 }
 
 #[cfg(test)]
@@ -249,6 +368,7 @@ mod tests {
         capacity: 100,
         error: 0.01,
         growth: Growth::Scaling { expansion: 2 },
+        window: None,
     };
 
     fn parse(args: &[&str]) -> Result<Insert, BfError> {
@@ -264,8 +384,10 @@ mod tests {
                 capacity: 500,
                 error: 0.001,
                 growth: Growth::Scaling { expansion: 4 },
+                window: None,
             }),
             first_item: 9,
+            at: None,
         };
         assert_eq!(
             parse(&[
@@ -299,7 +421,8 @@ mod tests {
             parse(&["ITEMS", "a", "b"]),
             Ok(Insert {
                 creation: Some(DEFAULTS),
-                first_item: 3
+                first_item: 3,
+                at: None,
             })
         );
         assert_eq!(
@@ -349,6 +472,48 @@ mod tests {
         assert_eq!(
             parse(&["CAPACITY", "0", "ITEMS", "a"]),
             Err(BfError::BadCapacity)
+        );
+        assert_eq!(
+            parse(&["WINDOW", "0", "ITEMS", "a"]),
+            Err(BfError::BadWindow)
+        );
+        assert_eq!(
+            parse(&["WINDOW", "315576001", "ITEMS", "a"]),
+            Err(BfError::BadWindow)
+        );
+        assert_eq!(
+            parse(&["WINDOW", "60", "ERROR", "1e-307", "ITEMS", "a"]),
+            Err(BfError::BadWindowedErrorRate)
+        );
+        assert_eq!(parse(&["AT", "x", "ITEMS", "a"]), Err(BfError::BadTime));
+    }
+
+    #[test]
+    fn a_window_makes_a_windowed_creation_growing_by_4_unless_told() {
+        let parsed = parse(&["WINDOW", "3600", "CAPACITY", "10", "ITEMS", "a"]).unwrap();
+        let creation = parsed.creation.unwrap();
+        assert_eq!(creation.window, Some(Window::seconds(3600).unwrap()));
+        assert_eq!(creation.growth, Growth::Scaling { expansion: 4 });
+        let told = parse(&["WINDOW", "5", "EXPANSION", "2", "ITEMS", "a"]).unwrap();
+        assert_eq!(
+            told.creation.unwrap().growth,
+            Growth::Scaling { expansion: 2 }
+        );
+        let fixed = parse(&["NONSCALING", "WINDOW", "5", "AT", "17", "ITEMS", "a"]).unwrap();
+        assert_eq!(fixed.creation.unwrap().growth, Growth::Fixed);
+        assert_eq!(fixed.at, Some(17));
+        assert_eq!(
+            creation.words(),
+            [
+                "CAPACITY",
+                "10",
+                "ERROR",
+                "0.01",
+                "EXPANSION",
+                "4",
+                "WINDOW",
+                "3600"
+            ]
         );
     }
 }

@@ -13,13 +13,14 @@ const MANY_ITEMS: &std::ffi::CStr =
 /// BF.RESERVE key error_rate capacity [EXPANSION expansion] [NONSCALING]
 pub const RESERVE: Docs = Docs {
     summary: c"Creates an empty Bloom filter for a capacity and a false-positive rate",
-    complexity: c"O(1), plus zeroing the filter's bits",
+    complexity: c"O(1)",
     args: &[
         Arg::key(c"key"),
         Arg::double(c"error_rate"),
         Arg::integer(c"capacity"),
         Arg::integer(c"expansion").token(c"EXPANSION").optional(),
         Arg::pure_token(c"nonscaling", c"NONSCALING").optional(),
+        Arg::integer(c"seconds").token(c"WINDOW").optional(),
     ],
 };
 
@@ -38,7 +39,8 @@ pub const MADD: Docs = Docs {
 };
 
 /// BF.INSERT key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING]
-/// ITEMS item [item ...]
+/// [WINDOW seconds] ITEMS item [item ...] (and `AT milliseconds`, which only a primary or the AOF
+/// sends: not shown to clients)
 pub const INSERT: Docs = Docs {
     summary:
         c"Adds items to a Bloom filter, creating it with the given options if it does not exist",
@@ -50,6 +52,7 @@ pub const INSERT: Docs = Docs {
         Arg::integer(c"expansion").token(c"EXPANSION").optional(),
         Arg::pure_token(c"nocreate", c"NOCREATE").optional(),
         Arg::pure_token(c"nonscaling", c"NONSCALING").optional(),
+        Arg::integer(c"seconds").token(c"WINDOW").optional(),
         Arg::pure_token(c"items", c"ITEMS"),
         Arg::string(c"item").multiple(),
     ],
@@ -69,10 +72,10 @@ pub const MEXISTS: Docs = Docs {
     args: &[Arg::key(c"key"), Arg::string(c"item").multiple()],
 };
 
-/// BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION]
+/// BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION | WINDOW]
 pub const INFO: Docs = Docs {
     summary:
-        c"Returns the capacity, size, sub-filter count, item count and expansion of a Bloom filter",
+        c"Returns the capacity, size, sub-filter count, item count, expansion (and window) of a Bloom filter",
     complexity: c"O(f): the filter's f sub-filters",
     args: &[
         Arg::key(c"key"),
@@ -84,6 +87,7 @@ pub const INFO: Docs = Docs {
                 Arg::pure_token(c"filters", c"FILTERS"),
                 Arg::pure_token(c"items", c"ITEMS"),
                 Arg::pure_token(c"expansion", c"EXPANSION"),
+                Arg::pure_token(c"window", c"WINDOW"),
             ],
         )
         .optional(),

@@ -54,10 +54,15 @@ pub fn loadchunk(call: &Call) -> Result<(), BfError> {
         if bytes > limit.bytes() {
             return Err(limit.refusal(bytes));
         }
-        let chain = header
-            .into_chain()
+        let filter = header
+            .into_filter()
             .map_err(|err| BfError::from_filter(err, &limit))?;
-        key.create(chain)?;
+        let expiry = filter.expires_at();
+        key.create(filter)?;
+        // A windowed filter's key expires with its newest generation, as where it came from.
+        if let Some(expiry) = expiry {
+            key.expire_at(expiry);
+        }
     } else {
         let chain = key.filter_mut()?.ok_or(BfError::NotFound)?;
         let offset = chunk_offset(iterator, data.len()).ok_or(BfError::BadIterator)?;

@@ -1,6 +1,6 @@
 //! `BF.EXISTS` and `BF.MEXISTS`: whether items may have been added. A missing key holds nothing.
 
-use super::{in_use, Args};
+use super::{in_use, now, Args};
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
@@ -11,10 +11,10 @@ pub fn exists(call: &Call) -> Result<(), BfError> {
     let key = FilterKey::open(call, 1, Access::Read);
     let item = call.args().get(2);
     let filter = key.filter()?;
-    if let Some(chain) = filter {
-        in_use(chain)?;
+    if let Some(filter) = filter {
+        in_use(filter)?;
     }
-    let found = filter.is_some_and(|chain| chain.contains(item));
+    let found = filter.is_some_and(|filter| filter.contains(item, now(call, filter)));
     stats::items_looked_up(1);
     call.reply_bool(found);
     Ok(())
@@ -24,16 +24,18 @@ pub fn exists(call: &Call) -> Result<(), BfError> {
 pub fn mexists(call: &Call) -> Result<(), BfError> {
     let key = FilterKey::open(call, 1, Access::Read);
     let filter = key.filter()?;
-    if let Some(chain) = filter {
-        in_use(chain)?;
+    if let Some(filter) = filter {
+        in_use(filter)?;
     }
     let args = call.args();
     call.reply_array(args.len() - 2);
     stats::items_looked_up(args.len() - 2);
     match filter {
-        Some(chain) => chain.contains_many((2..args.len()).map(|i| args.get(i)), |found| {
-            call.reply_bool(found)
-        }),
+        Some(filter) => filter.contains_many(
+            (2..args.len()).map(|i| args.get(i)),
+            now(call, filter),
+            |found| call.reply_bool(found),
+        ),
         None => (2..args.len()).for_each(|_| call.reply_bool(false)),
     }
     Ok(())

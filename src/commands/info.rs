@@ -1,11 +1,11 @@
 //! What a filter says about itself: `BF.INFO`, `BF.CARD` and `BF.DEBUG`.
 
-use super::{unknown, Args};
+use super::{now, unknown, Args};
 use crate::datatype::memory_usage;
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
-use bf_filter::{Chain, Growth, Hashing};
+use bf_filter::{Filter, Growth, Hashing, SubFilter};
 use std::ffi::CStr;
 
 /// One field of BF.INFO.
@@ -16,17 +16,26 @@ pub enum Field {
     Filters,
     Items,
     Expansion,
+    Window,
 }
 
 impl Field {
-    /// Every field, in the order of the whole reply.
-    const ALL: [Field; 5] = [
-        Field::Capacity,
-        Field::Size,
-        Field::Filters,
-        Field::Items,
-        Field::Expansion,
-    ];
+    /// Every field of a filter's whole reply, in order: RedisBloom's five, then `Window` for a
+    /// windowed filter (so that clients that read the fields by position keep working).
+    fn all(filter: &Filter) -> &'static [Field] {
+        const ALL: [Field; 6] = [
+            Field::Capacity,
+            Field::Size,
+            Field::Filters,
+            Field::Items,
+            Field::Expansion,
+            Field::Window,
+        ];
+        match filter {
+            Filter::Chain(_) => &ALL[..5],
+            Filter::Windowed(_) => &ALL,
+        }
+    }
 
     /// The field's name in replies (RedisBloom's).
     fn title(self) -> &'static CStr {
@@ -36,17 +45,19 @@ impl Field {
             Field::Filters => c"Number of filters",
             Field::Items => c"Number of items inserted",
             Field::Expansion => c"Expansion rate",
+            Field::Window => c"Window",
         }
     }
 
     /// The field a BF.INFO argument asks for, in any letter case.
     fn named(token: &[u8]) -> Option<Field> {
-        let names: [(&str, Field); 5] = [
+        let names: [(&str, Field); 6] = [
             ("CAPACITY", Field::Capacity),
             ("SIZE", Field::Size),
             ("FILTERS", Field::Filters),
             ("ITEMS", Field::Items),
             ("EXPANSION", Field::Expansion),
+            ("WINDOW", Field::Window),
         ];
         names
             .into_iter()
@@ -65,15 +76,21 @@ impl Field {
         }
     }
 
-    fn reply(self, call: &Call, chain: &Chain) {
+    /// Replies the field's value for `filter` at `now` (which a windowed filter's item and
+    /// sub-filter counts depend on).
+    fn reply(self, call: &Call, filter: &Filter, now: u64) {
         match self {
-            Field::Capacity => call.reply_integer(saturating(chain.capacity())),
-            Field::Size => call.reply_integer(saturating(memory_usage(chain) as u64)),
-            Field::Filters => call.reply_integer(chain.filters().len() as i64),
-            Field::Items => call.reply_integer(saturating(chain.items())),
-            Field::Expansion => match chain.growth() {
+            Field::Capacity => call.reply_integer(saturating(filter.capacity())),
+            Field::Size => call.reply_integer(saturating(memory_usage(filter) as u64)),
+            Field::Filters => call.reply_integer(filter.live_sub_filters(now).len() as i64),
+            Field::Items => call.reply_integer(saturating(filter.items(now))),
+            Field::Expansion => match filter.growth() {
                 Growth::Scaling { expansion } => call.reply_integer(i64::from(expansion)),
                 Growth::Fixed => call.reply_null(),
+            },
+            Field::Window => match filter.window() {
+                Some(window) => call.reply_integer(saturating(window.as_seconds())),
+                None => call.reply_null(),
             },
         }
     }
@@ -84,51 +101,56 @@ fn saturating(value: u64) -> i64 {
 }
 
 /// Opens argument 1 for reading; `ERR not found` if it holds no filter.
-fn existing(key: &FilterKey) -> Result<&Chain, BfError> {
+fn existing(key: &FilterKey) -> Result<&Filter, BfError> {
     key.filter()?.ok_or(BfError::NotFound)
 }
 
-/// BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION]: every field as name/value pairs (a map in
-/// RESP3), or one field: a one-element array in RESP2, a one-pair map in RESP3.
+/// BF.INFO key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|WINDOW]: every field as name/value pairs
+/// (a map in RESP3), or one field: a one-element array in RESP2, a one-pair map in RESP3.
 pub fn info(call: &Call) -> Result<(), BfError> {
     let field = Field::parse(&call.args())?;
     let key = FilterKey::open(call, 1, Access::Read);
-    let chain = existing(&key)?;
+    let filter = existing(&key)?;
+    let now = now(call, filter);
     match field {
         None => {
-            call.reply_map(Field::ALL.len());
-            for field in Field::ALL {
+            let fields = Field::all(filter);
+            call.reply_map(fields.len());
+            for field in fields {
                 call.reply_simple(field.title());
-                field.reply(call, chain);
+                field.reply(call, filter, now);
             }
         }
         Some(field) if call.is_resp3() => {
             call.reply_map(1);
             call.reply_simple(field.title());
-            field.reply(call, chain);
+            field.reply(call, filter, now);
         }
         Some(field) => {
             call.reply_array(1);
-            field.reply(call, chain);
+            field.reply(call, filter, now);
         }
     }
     Ok(())
 }
 
-/// BF.CARD key: items added; 0 for a missing key.
+/// BF.CARD key: items added (those of its live generations, for a windowed filter); 0 for a
+/// missing key.
 pub fn card(call: &Call) -> Result<(), BfError> {
     let key = FilterKey::open(call, 1, Access::Read);
-    let items = key.filter()?.map_or(0, Chain::items);
+    let items = key
+        .filter()?
+        .map_or(0, |filter| filter.items(now(call, filter)));
     call.reply_integer(saturating(items));
     Ok(())
 }
 
 /// BF.DEBUG key: `size:<items>`, then one line per sub-filter, oldest first (RedisBloom's
-/// format).
+/// format); a windowed filter's sub-filters come under a line per live generation.
 pub fn debug(call: &Call) -> Result<(), BfError> {
     let key = FilterKey::open(call, 1, Access::Read);
-    let chain = existing(&key)?;
-    let lines = debug_lines(chain);
+    let filter = existing(&key)?;
+    let lines = debug_lines(filter, now(call, filter));
     call.reply_array(lines.len());
     for line in &lines {
         call.reply_bulk(line.as_bytes());
@@ -140,24 +162,41 @@ pub fn debug(call: &Call) -> Result<(), BfError> {
 /// sub-filter `bytes:N bits:N hashes:N hashwidth:W capacity:N size:<its items> ratio:<its error
 /// rate, as C's %g>`. `hashwidth` is 32 for a filter imported from RedisBloom's first releases
 /// (32-bit MurmurHash2), 64 otherwise (this module's xxh3-128, or RedisBloom's MurmurHash64A).
-pub fn debug_lines(chain: &Chain) -> Vec<String> {
-    let width = match chain.format().hashing() {
+/// A windowed filter (this module's own) puts `generation from:<ms> until:<ms> size:<items>`
+/// before each live generation's sub-filters: the slot it took items in, and when it expires.
+pub fn debug_lines(filter: &Filter, now: u64) -> Vec<String> {
+    let width = match filter.hashing() {
         Hashing::Xxh3 | Hashing::Murmur64 => 64,
         Hashing::Murmur32 => 32,
     };
-    let mut lines = vec![format!("size:{}", chain.items())];
-    lines.extend(chain.filters().iter().map(|filter| {
-        let shape = filter.shape();
+    let line = |sub_filter: &SubFilter| {
+        let shape = sub_filter.shape();
         format!(
             "bytes:{} bits:{} hashes:{} hashwidth:{width} capacity:{} size:{} ratio:{}",
             shape.bit_bytes(),
             shape.bits,
             shape.hash_count,
             shape.capacity,
-            filter.items(),
+            sub_filter.items(),
             printf_g(shape.error)
         )
-    }));
+    };
+    let mut lines = vec![format!("size:{}", filter.items(now))];
+    match filter {
+        Filter::Chain(chain) => lines.extend(chain.filters().iter().map(line)),
+        Filter::Windowed(windowed) => {
+            let shape = windowed.shape();
+            for generation in windowed.live(now) {
+                lines.push(format!(
+                    "generation from:{} until:{} size:{}",
+                    generation.slot() * shape.window.slot_millis(),
+                    shape.expiry(generation.slot()),
+                    generation.chain().items()
+                ));
+                lines.extend(generation.chain().filters().iter().map(line));
+            }
+        }
+    }
     lines
 }
 
@@ -195,6 +234,7 @@ pub fn printf_g(value: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bf_filter::Chain;
 
     #[test]
     fn fields_are_named_in_any_letter_case() {
@@ -224,8 +264,9 @@ mod tests {
         for i in 0..15u32 {
             chain.add(&i.to_le_bytes(), u64::MAX).unwrap();
         }
-        let lines = debug_lines(&chain);
-        assert_eq!(lines[0], format!("size:{}", chain.items()));
+        let items = chain.items();
+        let lines = debug_lines(&Filter::Chain(chain), 0);
+        assert_eq!(lines[0], format!("size:{items}"));
         assert_eq!(
             lines[1],
             "bytes:16 bits:128 hashes:8 hashwidth:64 capacity:10 size:10 ratio:0.005"

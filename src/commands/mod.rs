@@ -9,7 +9,9 @@ pub mod info;
 pub mod reserve;
 
 use crate::error::{quote_token, BfError};
-use bf_filter::{sizing::check_requested_error_rate, Chain, Growth, MAX_EXPANSION};
+use crate::glue::call::Call;
+use bf_filter::window::{Window, DEFAULT_EXPANSION};
+use bf_filter::{sizing::check_requested_error_rate, Filter, Growth, MAX_EXPANSION};
 
 /// A command's arguments as byte strings; `get(0)` is the command name. Implemented for the
 /// server's argument vector and, in tests, for plain slices.
@@ -66,6 +68,32 @@ pub fn parse_expansion(token: &[u8]) -> Result<u16, BfError> {
         .ok_or(BfError::BadExpansion)
 }
 
+/// A window: a whole number of seconds from 1 to 10 years.
+pub fn parse_window(token: &[u8]) -> Result<Window, BfError> {
+    parse_whole(token)
+        .and_then(|seconds| Window::seconds(seconds).ok())
+        .ok_or(BfError::BadWindow)
+}
+
+/// The growth that `EXPANSION n` and `NONSCALING` (each given or not) ask for: when neither is
+/// given, `default` for a filter that remembers every item, or the windowed filters' own default.
+pub fn growth_of(
+    expansion: Option<u16>,
+    non_scaling: Option<()>,
+    windowed: bool,
+    default: Growth,
+) -> Result<Growth, BfError> {
+    match (expansion, non_scaling) {
+        (Some(_), Some(())) => Err(BfError::ExpansionWithNonScaling),
+        (_, Some(())) => Ok(Growth::Fixed),
+        (Some(expansion), None) => Ok(Growth::Scaling { expansion }),
+        (None, None) if windowed => Ok(Growth::Scaling {
+            expansion: DEFAULT_EXPANSION,
+        }),
+        (None, None) => Ok(default),
+    }
+}
+
 /// The arguments that spell out a growth in a propagated command: `EXPANSION n` or `NONSCALING`.
 pub fn growth_words(growth: Growth) -> Vec<String> {
     match growth {
@@ -74,13 +102,22 @@ pub fn growth_words(growth: Growth) -> Vec<String> {
     }
 }
 
+/// The time a read asks a filter at: this server's clock for a windowed filter (whose expired
+/// generations a replica hides by its own clock), nothing for the others.
+pub fn now(call: &Call, filter: &Filter) -> u64 {
+    match filter {
+        Filter::Windowed(_) => call.now(),
+        Filter::Chain(_) => 0,
+    }
+}
+
 /// Checks that a filter answers adds and lookups: it is not being rebuilt by BF.LOADCHUNK.
-pub fn in_use(chain: &Chain) -> Result<(), BfError> {
-    match chain.restoring() {
+pub fn in_use(filter: &Filter) -> Result<(), BfError> {
+    match filter.restoring() {
         None => Ok(()),
         Some(loaded) => Err(BfError::BeingRestored {
             loaded,
-            total: chain.dump_len(),
+            total: filter.dump_len(),
         }),
     }
 }

@@ -1,14 +1,17 @@
-//! `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING]`: creates an empty filter.
+//! `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [WINDOW seconds]`: creates an
+//! empty filter.
 
+use super::add::{check_windowed_error_rate, Creation};
 use super::{
-    growth_words, is_option, once, parse_capacity, parse_error_rate, parse_expansion, unknown,
-    value_of, Args,
+    growth_of, is_option, once, parse_capacity, parse_error_rate, parse_expansion, parse_window,
+    unknown, value_of, Args,
 };
 use crate::config;
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
-use bf_filter::{Chain, Growth};
+use bf_filter::window::Window;
+use bf_filter::Growth;
 
 /// A parsed BF.RESERVE.
 #[derive(Debug, PartialEq)]
@@ -16,16 +19,16 @@ pub struct Reserve {
     pub error: f64,
     pub capacity: u64,
     pub growth: Growth,
+    pub window: Option<Window>,
 }
 
 impl Reserve {
     /// Parses the arguments after the key; `default_expansion` applies when neither EXPANSION
-    /// nor NONSCALING is given.
+    /// nor NONSCALING is given (a windowed filter has its own default).
     pub fn parse<'a>(args: &impl Args<'a>, default_expansion: u16) -> Result<Reserve, BfError> {
         let error = parse_error_rate(args.get(2))?;
         let capacity = parse_capacity(args.get(3))?;
-        let mut expansion = None;
-        let mut non_scaling = None;
+        let (mut expansion, mut non_scaling, mut window) = (None, None, None);
         let mut index = 4;
         while index < args.len() {
             let token = args.get(index);
@@ -36,22 +39,37 @@ impl Reserve {
             } else if is_option(token, "NONSCALING") {
                 once(&mut non_scaling, "NONSCALING", ())?;
                 index += 1;
+            } else if is_option(token, "WINDOW") {
+                let value = parse_window(value_of(args, index, "WINDOW")?)?;
+                once(&mut window, "WINDOW", value)?;
+                index += 2;
             } else {
                 return Err(unknown(token));
             }
         }
-        let growth = match (expansion, non_scaling) {
-            (Some(_), Some(())) => return Err(BfError::ExpansionWithNonScaling),
-            (_, Some(())) => Growth::Fixed,
-            (expansion, None) => Growth::Scaling {
-                expansion: expansion.unwrap_or(default_expansion),
-            },
+        let default = Growth::Scaling {
+            expansion: default_expansion,
         };
+        let growth = growth_of(expansion, non_scaling, window.is_some(), default)?;
+        if window.is_some() {
+            check_windowed_error_rate(error)?;
+        }
         Ok(Reserve {
             error,
             capacity,
             growth,
+            window,
         })
+    }
+
+    /// The filter it asks for.
+    fn creation(&self) -> Creation {
+        Creation {
+            capacity: self.capacity,
+            error: self.error,
+            growth: self.growth,
+            window: self.window,
+        }
     }
 }
 
@@ -64,19 +82,19 @@ pub fn reserve(call: &Call) -> Result<(), BfError> {
         return Err(BfError::ItemExists);
     }
     let limit = call.size_limit();
-    let chain = Chain::new(
-        request.capacity,
-        request.error,
-        request.growth,
-        limit.bytes(),
-    )
-    .map_err(|err| BfError::from_filter(err, &limit))?;
-    key.create(chain)?;
+    let filter = request
+        .creation()
+        .build(limit.bytes())
+        .map_err(|err| BfError::from_filter(err, &limit))?;
+    key.create(filter)?;
     call.reply_ok();
     // Propagated with the growth spelled out: a replica's default expansion may differ.
-    let growth = growth_words(request.growth);
+    let mut words = super::growth_words(request.growth);
+    if let Some(window) = request.window {
+        words.extend(["WINDOW".to_string(), window.as_seconds().to_string()]);
+    }
     let mut made = vec![args.get(1), args.get(2), args.get(3)];
-    made.extend(growth.iter().map(|word| word.as_bytes()));
+    made.extend(words.iter().map(|word| word.as_bytes()));
     call.replicate(c"BF.RESERVE", &made, 0..0);
     call.notify(c"bf.reserve", 1);
     Ok(())
@@ -98,6 +116,7 @@ mod tests {
             error: 0.01,
             capacity: 100,
             growth: Growth::Scaling { expansion: 4 },
+            window: None,
         };
         assert_eq!(parse(&["0.01", "100", "expansion", "4"]), Ok(expected));
         assert_eq!(
@@ -146,5 +165,36 @@ mod tests {
         );
         assert_eq!(parse(&["2", "100"]), Err(BfError::BadErrorRate));
         assert_eq!(parse(&["0.01", "0"]), Err(BfError::BadCapacity));
+        assert_eq!(
+            parse(&["0.01", "100", "WINDOW", "-1"]),
+            Err(BfError::BadWindow)
+        );
+        assert_eq!(
+            parse(&["0.01", "100", "WINDOW", "60", "WINDOW", "60"]),
+            Err(BfError::DuplicateOption("WINDOW"))
+        );
+        assert_eq!(
+            parse(&["1e-307", "100", "WINDOW", "60"]),
+            Err(BfError::BadWindowedErrorRate)
+        );
+    }
+
+    #[test]
+    fn a_window_grows_by_4_unless_told_otherwise() {
+        let windowed = parse(&["0.01", "100", "WINDOW", "86400"]).unwrap();
+        assert_eq!(windowed.window, Some(Window::seconds(86400).unwrap()));
+        assert_eq!(windowed.growth, Growth::Scaling { expansion: 4 });
+        assert_eq!(
+            parse(&["0.01", "100", "window", "60", "NONSCALING"])
+                .unwrap()
+                .growth,
+            Growth::Fixed
+        );
+        assert_eq!(
+            parse(&["0.01", "100", "EXPANSION", "2", "WINDOW", "60"])
+                .unwrap()
+                .growth,
+            Growth::Scaling { expansion: 2 }
+        );
     }
 }

@@ -92,6 +92,14 @@ impl<'a> Call<'a> {
         unsafe { raw::RedisModule_GetContextFlags.unwrap()(self.ctx) as u32 }
     }
 
+    /// The server's clock, in milliseconds since the epoch (what a windowed filter's slots count
+    /// from).
+    pub fn now(&self) -> u64 {
+        // SAFETY: a function the server filled in at load.
+        let now = unsafe { raw::RedisModule_Milliseconds.unwrap()() };
+        u64::try_from(now).unwrap_or(0)
+    }
+
     /// True when the client speaks RESP3.
     pub fn is_resp3(&self) -> bool {
         self.flags() & raw::REDISMODULE_CTX_FLAGS_RESP3 != 0

@@ -3,7 +3,7 @@
 
 use crate::error::BfError;
 use crate::glue::call::Call;
-use bf_filter::Chain;
+use bf_filter::Filter;
 use redis_module::raw;
 use std::os::raw::{c_int, c_void};
 
@@ -22,7 +22,7 @@ pub struct FilterKey {
 /// What an open key holds, for a command that may create a filter: the filter, or the room for
 /// one (the key is empty).
 pub enum Entry<'k> {
-    Filter(&'k mut Chain),
+    Filter(&'k mut Filter),
     Empty(Vacant<'k>),
 }
 
@@ -31,8 +31,8 @@ pub struct Vacant<'k>(&'k mut FilterKey);
 
 impl<'k> Vacant<'k> {
     /// Stores a new filter in the key and returns it.
-    pub fn create(self, chain: Chain) -> Result<&'k mut Chain, BfError> {
-        self.0.create(chain)
+    pub fn create(self, filter: Filter) -> Result<&'k mut Filter, BfError> {
+        self.0.create(filter)
     }
 }
 
@@ -53,7 +53,7 @@ impl FilterKey {
     }
 
     /// The value's pointer if the key holds a filter, `None` if it is empty, WRONGTYPE otherwise.
-    fn value(&self) -> Result<Option<*mut Chain>, BfError> {
+    fn value(&self) -> Result<Option<*mut Filter>, BfError> {
         if self.key.is_null() {
             return Ok(None);
         }
@@ -63,7 +63,7 @@ impl FilterKey {
             if raw::RedisModule_ModuleTypeGetType.unwrap()(self.key) == crate::datatype::raw_type()
             {
                 let value = raw::RedisModule_ModuleTypeGetValue.unwrap()(self.key);
-                return Ok(Some(value.cast::<Chain>()));
+                return Ok(Some(value.cast::<Filter>()));
             }
             if raw::RedisModule_KeyType.unwrap()(self.key)
                 == raw::REDISMODULE_KEYTYPE_EMPTY as c_int
@@ -75,14 +75,14 @@ impl FilterKey {
     }
 
     /// The filter the key holds, if any.
-    pub fn filter(&self) -> Result<Option<&Chain>, BfError> {
-        // SAFETY: a value of our type is a `Box<Chain>` set by `create` or by rdb_load/copy, and
+    pub fn filter(&self) -> Result<Option<&Filter>, BfError> {
+        // SAFETY: a value of our type is a `Box<Filter>` set by `create` or by rdb_load/copy, and
         // stays alive while the key is open.
         Ok(self.value()?.map(|chain| unsafe { &*chain }))
     }
 
     /// The filter the key holds, if any, to change it (the key must be open for writing).
-    pub fn filter_mut(&mut self) -> Result<Option<&mut Chain>, BfError> {
+    pub fn filter_mut(&mut self) -> Result<Option<&mut Filter>, BfError> {
         // SAFETY: as in `filter`; `&mut self` makes this the only reference handed out.
         Ok(self.value()?.map(|chain| unsafe { &mut *chain }))
     }
@@ -98,7 +98,7 @@ impl FilterKey {
     }
 
     /// Stores a new filter in the empty key (open for writing) and returns it.
-    pub fn create(&mut self, chain: Chain) -> Result<&mut Chain, BfError> {
+    pub fn create(&mut self, chain: Filter) -> Result<&mut Filter, BfError> {
         let value = Box::into_raw(Box::new(chain));
         // SAFETY: the key is open for writing; on success Redis owns the box and frees it through
         // the type's free callback.
@@ -118,6 +118,20 @@ impl FilterKey {
         let chain = unsafe { &mut *value };
         crate::stats::filter_added(chain);
         Ok(chain)
+    }
+}
+
+impl FilterKey {
+    /// Sets the key to expire at `at` (milliseconds since the epoch; a windowed filter's key
+    /// expires with its last generation). A server without the API keeps no expiry.
+    pub fn expire_at(&mut self, at: u64) {
+        // SAFETY: a key open for writing that holds a value; reading a function pointer the
+        // server filled in (or left empty) at load.
+        unsafe {
+            if let Some(set) = raw::RedisModule_SetAbsExpire {
+                set(self.key, i64::try_from(at).unwrap_or(i64::MAX));
+            }
+        }
     }
 }
 

@@ -6,7 +6,8 @@
 use bf_filter::dump::{header, next_iterator};
 use bf_filter::sizing::{bits_per_item, hash_count};
 use bf_filter::stored::{to_bytes, ByteSink, FieldSink};
-use bf_filter::{Chain, Growth};
+use bf_filter::window::{Window, Windowed, WindowedShape};
+use bf_filter::{Chain, Filter, Growth};
 use std::path::Path;
 
 /// The header chunk RedisBloom 2.4.23 returned for `BF.RESERVE k 0.001 1000` holding 500 items
@@ -21,23 +22,38 @@ fn main() {
         (5, 0.1, Growth::Scaling { expansion: 1 }, 30),
         (50, 0.001, Growth::Fixed, 50),
     ];
-    for (index, (capacity, error, growth, items)) in chains.into_iter().enumerate() {
-        let mut chain = Chain::new(capacity, error, growth, u64::MAX).unwrap();
-        for i in 0..items {
-            chain.add(format!("item:{i}").as_bytes(), u64::MAX).unwrap();
-        }
-        write(&root.join("stored"), index, &to_bytes(&chain));
+    let mut filters: Vec<Filter> = chains
+        .into_iter()
+        .map(|(capacity, error, growth, items)| {
+            let mut chain = Chain::new(capacity, error, growth, u64::MAX).unwrap();
+            for i in 0..items {
+                chain.add(format!("item:{i}").as_bytes(), u64::MAX).unwrap();
+            }
+            Filter::Chain(chain)
+        })
+        .collect();
+    // A windowed filter of three generations.
+    let window = Window::seconds(60).unwrap();
+    let shape = WindowedShape::new(40, 0.01, Growth::Scaling { expansion: 4 }, window).unwrap();
+    let mut windowed = Filter::from(Windowed::new(shape));
+    for i in 0..60u64 {
+        let now = 1_800_000_000_000 + i * 1000;
+        windowed
+            .add(format!("item:{i}").as_bytes(), now, u64::MAX)
+            .unwrap();
+    }
+    filters.push(windowed);
+    for (index, filter) in filters.iter().enumerate() {
+        write(&root.join("stored"), index, &to_bytes(filter));
         // The chunks target's framing: u16 header length, header, then (u64 iterator, u16 length,
         // bytes) per data chunk.
-        let head = header(&chain);
+        let head = header(filter);
         let mut input = (head.len() as u16).to_le_bytes().to_vec();
         input.extend_from_slice(&head);
-        let mut offset = 0;
-        while let Some(chunk) = chain.chunk(offset).filter(|c| !c.is_empty()) {
+        for (offset, chunk) in filter.loaded_chunks() {
             input.extend_from_slice(&next_iterator(offset, chunk.len()).to_le_bytes());
             input.extend_from_slice(&(chunk.len() as u16).to_le_bytes());
             input.extend_from_slice(&chunk);
-            offset += chunk.len() as u64;
         }
         write(&root.join("chunks"), index, &input);
     }

@@ -337,23 +337,29 @@ impl Chain {
     /// is at least as big as the one before it, so the walk stops at the first small one).
     #[inline(always)]
     fn prefetch(&self, hash: &ItemHash) {
+        self.prefetch_probes(hash, PREFETCH_PROBES);
+    }
+
+    /// [`Chain::prefetch`] of the first `probes` probes at most.
+    #[inline(always)]
+    fn prefetch_probes(&self, hash: &ItemHash, probes: u32) {
         // Most filters are small: one look at the newest sub-filter settles it, inline.
         if self.newest().shape().bits >= PREFETCH_MIN_BYTES * 8 {
-            self.prefetch_big(hash);
+            self.prefetch_big(hash, probes);
         }
     }
 
     #[inline(never)]
-    fn prefetch_big(&self, hash: &ItemHash) {
+    fn prefetch_big(&self, hash: &ItemHash, probes: u32) {
         match self.format.hashing() {
-            Hashing::Xxh3 => self.prefetch_by::<Mixed>(hash),
-            Hashing::Murmur64 | Hashing::Murmur32 => self.prefetch_by::<Plain>(hash),
+            Hashing::Xxh3 => self.prefetch_by::<Mixed>(hash, probes),
+            Hashing::Murmur64 | Hashing::Murmur32 => self.prefetch_by::<Plain>(hash, probes),
         }
     }
 
     #[inline(always)]
-    fn prefetch_by<P: Probing>(&self, hash: &ItemHash) {
-        let mut budget = PREFETCH_PROBES;
+    fn prefetch_by<P: Probing>(&self, hash: &ItemHash, probes: u32) {
+        let mut budget = probes;
         for (index, filter) in self.filters.iter().enumerate().rev() {
             if budget == 0 || filter.shape().bit_bytes() < PREFETCH_MIN_BYTES {
                 break;
@@ -369,9 +375,20 @@ impl Chain {
     pub fn contains_many<'a>(
         &self,
         items: impl IntoIterator<Item = &'a [u8]>,
+        answer: impl FnMut(bool),
+    ) {
+        self.contains_many_tuned(items, AHEAD, PREFETCH_PROBES, answer)
+    }
+
+    /// [`Chain::contains_many`] prefetching `ahead` items ahead, `probes` probes each.
+    fn contains_many_tuned<'a>(
+        &self,
+        items: impl IntoIterator<Item = &'a [u8]>,
+        ahead: usize,
+        probes: u32,
         mut answer: impl FnMut(bool),
     ) {
-        pipelined(self, items, |chain, hash| {
+        pipelined(self, items, ahead, probes, |chain, hash| {
             answer(chain.contains_hash(hash));
             true
         });
@@ -384,9 +401,21 @@ impl Chain {
         &mut self,
         items: impl IntoIterator<Item = &'a [u8]>,
         max_bytes: u64,
+        answer: impl FnMut(Result<bool, FilterError>) -> bool,
+    ) {
+        self.add_many_tuned(items, max_bytes, AHEAD, PREFETCH_PROBES, answer)
+    }
+
+    /// [`Chain::add_many`] prefetching `ahead` items ahead, `probes` probes each.
+    fn add_many_tuned<'a>(
+        &mut self,
+        items: impl IntoIterator<Item = &'a [u8]>,
+        max_bytes: u64,
+        ahead: usize,
+        probes: u32,
         mut answer: impl FnMut(Result<bool, FilterError>) -> bool,
     ) {
-        pipelined(self, items, |chain, hash| {
+        pipelined(self, items, ahead, probes, |chain, hash| {
             answer(chain.add_hash(hash, max_bytes))
         });
     }
@@ -483,6 +512,8 @@ pub fn check_successor(
 fn pipelined<'a, C: std::borrow::Borrow<Chain>>(
     mut chain: C,
     items: impl IntoIterator<Item = &'a [u8]>,
+    ahead_items: usize,
+    probes: u32,
     mut visit: impl FnMut(&mut C, &ItemHash) -> bool,
 ) {
     let mut items = items.into_iter();
@@ -495,13 +526,13 @@ fn pipelined<'a, C: std::borrow::Borrow<Chain>>(
             count += 1;
         }
         // A single item has nothing to overlap with.
-        let ahead = if count > 1 { AHEAD } else { 0 };
+        let ahead = if count > 1 { ahead_items } else { 0 };
         for hash in &hashes[..count.min(ahead)] {
-            chain.borrow().prefetch(hash);
+            chain.borrow().prefetch_probes(hash, probes);
         }
         for index in 0..count {
             if let Some(next) = hashes[..count].get(index + ahead).filter(|_| ahead > 0) {
-                chain.borrow().prefetch(next);
+                chain.borrow().prefetch_probes(next, probes);
             }
             if !visit(&mut chain, &hashes[index]) {
                 return;

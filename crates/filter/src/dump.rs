@@ -1,11 +1,11 @@
-//! The dump format: how a chain travels as `BF.SCANDUMP` chunks, `BF.LOADCHUNK` arguments and AOF
-//! rewrites, in pieces small enough for any bulk string.
+//! The dump format: how a filter travels as `BF.SCANDUMP` chunks, `BF.LOADCHUNK` arguments and
+//! AOF rewrites, in pieces small enough for any bulk string.
 //!
-//! A dump is a header chunk, then data chunks. The header (little-endian):
+//! A dump is a header chunk, then data chunks. The header of a chain (little-endian):
 //!
 //! ```text
 //! 8 bytes  magic "redis-bf"
-//! u32      format version (1)
+//! u32      format version 1
 //! u32      hash family: 0 this module's (xxh3-128, the probe sequence of `hash`),
 //!                       1 RedisBloom's, kept by a filter imported from it
 //! u32      expansion (0: NONSCALING)
@@ -14,11 +14,25 @@
 //! n times  u64 capacity, f64 error rate, u32 hash count, u64 bits, u64 items  (36 bytes)
 //! ```
 //!
-//! The data is every sub-filter's bit array, oldest first, concatenated: the *dump bytes*. It is cut
-//! into chunks that start where a sub-filter starts and every [`CHUNK_BYTES`] after that, so that
-//! no chunk spans two sub-filters or passes 16 MiB. Iterators follow RedisBloom's arithmetic: the
-//! header comes with iterator 1; a chunk at offset `o` of length `len` comes with `o + len + 1`,
-//! and `BF.LOADCHUNK` recovers the offset as `iterator - len - 1`.
+//! and of a windowed filter (`crate::window`), whose generations all use hash family 0:
+//!
+//! ```text
+//! 8 bytes  magic "redis-bf"
+//! u32      format version 2
+//! u64      window, seconds
+//! u64      capacity (items per window)
+//! f64      error rate
+//! u32      expansion (0: NONSCALING)
+//! u32      number of generations, g >= 0
+//! g times  u64 slot, u32 number of sub-filters n >= 1, n entries as above
+//! ```
+//!
+//! The data is every sub-filter's bit array, oldest first (a windowed filter's generation by
+//! generation), concatenated: the *dump bytes*. It is cut into chunks that start where a
+//! sub-filter starts and every [`CHUNK_BYTES`] after that, so that no chunk spans two sub-filters
+//! or passes 16 MiB. Iterators follow RedisBloom's arithmetic: the header comes with iterator 1; a
+//! chunk at offset `o` of length `len` comes with `o + len + 1`, and `BF.LOADCHUNK` recovers the
+//! offset as `iterator - len - 1`.
 //!
 //! `BF.LOADCHUNK` also takes RedisBloom's own dumps (`crate::redisbloom`): its header, then data
 //! chunks of any length within one sub-filter (older releases cut at 10 MiB).
@@ -26,25 +40,29 @@
 //! Everything is checked before anything is allocated: a header must describe exactly what the
 //! sizing and the growth rule would have built, and a data chunk must fit its place.
 //!
-//! A header makes a chain in the *restoring* state ([`Chain::restoring`]): it takes data chunks,
+//! A header makes a filter in the *restoring* state ([`Filter::restoring`]): it takes data chunks,
 //! in order, each exactly once, and nothing else (the commands refuse adds and lookups), until the
-//! last one has arrived. A chain in use takes no data chunk at all, so no chunk can overwrite a
-//! live filter's bits. The state is part of the chain: it is stored, copied and replicated with
+//! last one has arrived. A filter in use takes no data chunk at all, so no chunk can overwrite a
+//! live filter's bits. The state is part of the filter: it is stored, copied and replicated with
 //! it.
 
 use crate::bits::MAX_PIECE_BYTES;
 use crate::chain::{check_successor, Format};
+use crate::filter::Filter;
 use crate::reader::Reader;
 use crate::redisbloom::{check_stored_link, DumpHeader, RedisBloomOptions};
 use crate::sub_filter::check_stored;
+use crate::window::{check_generation_shape, Generation, Window, Windowed, WindowedShape};
 use crate::{Chain, FilterError, Growth, Shape, SubFilter};
 use std::borrow::Cow;
 use std::num::NonZeroU64;
 
 /// The first bytes of a header.
 pub const MAGIC: [u8; 8] = *b"redis-bf";
-/// The header layout version this code writes and reads.
+/// The header layout of a chain.
 pub const FORMAT_VERSION: u32 = 1;
+/// The header layout of a windowed filter.
+pub const WINDOWED_FORMAT_VERSION: u32 = 2;
 /// Hash family 0: xxh3-128 and the probe sequence of `crate::hash`.
 pub const HASH_FAMILY_XXH3: u32 = 0;
 /// Hash family 1: RedisBloom's, as an imported filter keeps it.
@@ -52,29 +70,33 @@ pub const HASH_FAMILY_REDISBLOOM: u32 = 1;
 /// The largest data chunk.
 pub const CHUNK_BYTES: u64 = MAX_PIECE_BYTES as u64;
 
-const FIXED_LEN: usize = 8 + 4 * 4;
 const ENTRY_LEN: usize = 8 + 8 + 4 + 8 + 8;
 
-/// The header chunk of a chain's dump.
-pub fn header(chain: &Chain) -> Vec<u8> {
-    let mut out = Vec::with_capacity(FIXED_LEN + 4 + ENTRY_LEN * chain.filters().len());
-    out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    let family = match chain.format() {
-        Format::Native => HASH_FAMILY_XXH3,
-        Format::RedisBloom(_) => HASH_FAMILY_REDISBLOOM,
-    };
-    out.extend_from_slice(&family.to_le_bytes());
-    let expansion = match chain.growth() {
-        Growth::Scaling { expansion } => expansion,
-        Growth::Fixed => 0,
-    };
-    out.extend_from_slice(&u32::from(expansion).to_le_bytes());
-    out.extend_from_slice(&(chain.filters().len() as u32).to_le_bytes());
-    if let Format::RedisBloom(options) = chain.format() {
-        out.extend_from_slice(&options.flags().to_le_bytes());
+/// The header chunk of a filter's dump.
+pub fn header(filter: &Filter) -> Vec<u8> {
+    match filter {
+        Filter::Chain(chain) => chain_header(chain),
+        Filter::Windowed(windowed) => windowed_header(windowed),
     }
-    for filter in chain.filters() {
+}
+
+fn expansion_field(growth: Growth) -> u32 {
+    match growth {
+        Growth::Scaling { expansion } => u32::from(expansion),
+        Growth::Fixed => 0,
+    }
+}
+
+fn growth_field(expansion: u32) -> Result<Growth, FilterError> {
+    match expansion {
+        0 => Ok(Growth::Fixed),
+        expansion => Growth::scaling(u64::from(expansion))
+            .map_err(|_| FilterError::Corrupt("expansion out of range")),
+    }
+}
+
+fn push_entries(out: &mut Vec<u8>, filters: &[SubFilter]) {
+    for filter in filters {
         let shape = filter.shape();
         out.extend_from_slice(&shape.capacity.to_le_bytes());
         out.extend_from_slice(&shape.error.to_bits().to_le_bytes());
@@ -82,26 +104,102 @@ pub fn header(chain: &Chain) -> Vec<u8> {
         out.extend_from_slice(&shape.bits.to_le_bytes());
         out.extend_from_slice(&filter.items().to_le_bytes());
     }
+}
+
+fn chain_header(chain: &Chain) -> Vec<u8> {
+    let mut out = Vec::with_capacity(28 + ENTRY_LEN * chain.filters().len());
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    let family = match chain.format() {
+        Format::Native => HASH_FAMILY_XXH3,
+        Format::RedisBloom(_) => HASH_FAMILY_REDISBLOOM,
+    };
+    out.extend_from_slice(&family.to_le_bytes());
+    out.extend_from_slice(&expansion_field(chain.growth()).to_le_bytes());
+    out.extend_from_slice(&(chain.filters().len() as u32).to_le_bytes());
+    if let Format::RedisBloom(options) = chain.format() {
+        out.extend_from_slice(&options.flags().to_le_bytes());
+    }
+    push_entries(&mut out, chain.filters());
     out
 }
 
-/// A header that passed every check: the chain it describes, not yet allocated.
+fn windowed_header(windowed: &Windowed) -> Vec<u8> {
+    let shape = windowed.shape();
+    let mut out = Vec::new();
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&WINDOWED_FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&shape.window.as_seconds().to_le_bytes());
+    out.extend_from_slice(&shape.capacity.to_le_bytes());
+    out.extend_from_slice(&shape.error.to_bits().to_le_bytes());
+    out.extend_from_slice(&expansion_field(shape.growth).to_le_bytes());
+    out.extend_from_slice(&(windowed.generations().len() as u32).to_le_bytes());
+    for generation in windowed.generations() {
+        out.extend_from_slice(&generation.slot().to_le_bytes());
+        let filters = generation.chain().filters();
+        out.extend_from_slice(&(filters.len() as u32).to_le_bytes());
+        push_entries(&mut out, filters);
+    }
+    out
+}
+
+/// A header that passed every check: the filter it describes, not yet allocated.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Header {
-    format: Format,
-    growth: Growth,
-    /// Each sub-filter's shape and item count.
-    filters: Vec<(Shape, u64)>,
+pub struct Header(Described);
+
+#[derive(Debug, Clone, PartialEq)]
+enum Described {
+    Chain {
+        format: Format,
+        growth: Growth,
+        /// Each sub-filter's shape and item count.
+        filters: Vec<(Shape, u64)>,
+    },
+    Windowed {
+        shape: WindowedShape,
+        /// Each generation's slot and sub-filters.
+        generations: Vec<(u64, Vec<(Shape, u64)>)>,
+    },
 }
 
 impl From<DumpHeader> for Header {
     fn from(header: DumpHeader) -> Header {
-        Header {
+        Header(Described::Chain {
             format: Format::RedisBloom(header.options),
             growth: header.growth,
             filters: header.links,
-        }
+        })
     }
+}
+
+/// Reads `count` entries of this module's own sub-filters, checked one by one and against the
+/// chain's growth rule.
+fn native_entries(
+    reader: &mut Reader,
+    count: usize,
+    growth: Growth,
+) -> Result<Vec<(Shape, u64)>, FilterError> {
+    if reader.remaining() < count.saturating_mul(ENTRY_LEN) {
+        return Err(FilterError::Corrupt(
+            "header length does not match its sub-filter count",
+        ));
+    }
+    let mut filters: Vec<(Shape, u64)> = Vec::with_capacity(count);
+    for _ in 0..count {
+        let shape = Shape {
+            capacity: reader.u64()?,
+            error: reader.f64()?,
+            hash_count: reader.u32()?,
+            bits: reader.u64()?,
+        };
+        let items = reader.u64()?;
+        check_stored(&shape, items)?;
+        if let Some((older, older_items)) = filters.last() {
+            check_successor(growth, older, *older_items, &shape)?;
+        }
+        filters.push((shape, items));
+    }
+    Ok(filters)
 }
 
 impl Header {
@@ -113,16 +211,16 @@ impl Header {
         }
         let mut reader = Reader::new(bytes);
         reader.take::<8>()?;
-        if reader.u32()? != FORMAT_VERSION {
-            return Err(FilterError::Corrupt("unknown dump format version"));
+        match reader.u32()? {
+            FORMAT_VERSION => Header::parse_chain(reader),
+            WINDOWED_FORMAT_VERSION => Header::parse_windowed(reader),
+            _ => Err(FilterError::Corrupt("unknown dump format version")),
         }
+    }
+
+    fn parse_chain(mut reader: Reader) -> Result<Header, FilterError> {
         let family = reader.u32()?;
-        let expansion = reader.u32()?;
-        let growth = match expansion {
-            0 => Growth::Fixed,
-            expansion => Growth::scaling(u64::from(expansion))
-                .map_err(|_| FilterError::Corrupt("expansion out of range"))?,
-        };
+        let growth = growth_field(reader.u32()?)?;
         let count = reader.u32()? as usize;
         if count == 0 {
             return Err(FilterError::Corrupt("no sub-filters"));
@@ -145,78 +243,142 @@ impl Header {
                 "header length does not match its sub-filter count",
             ));
         }
-        let mut filters: Vec<(Shape, u64)> = Vec::with_capacity(count);
-        for _ in 0..count {
-            let capacity = reader.u64()?;
-            let error = reader.f64()?;
-            let hash_count = reader.u32()?;
-            let bits = reader.u64()?;
-            let items = reader.u64()?;
-            let shape = match options {
-                None => {
-                    let shape = Shape {
+        let filters = match options {
+            None => native_entries(&mut reader, count, growth)?,
+            Some(options) => {
+                let mut filters = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let capacity = reader.u64()?;
+                    let error = reader.f64()?;
+                    let hash_count = reader.u32()?;
+                    let bits = reader.u64()?;
+                    let items = reader.u64()?;
+                    let shape = check_stored_link(
+                        options,
                         capacity,
                         error,
-                        hash_count,
+                        u64::from(hash_count),
                         bits,
-                    };
-                    check_stored(&shape, items)?;
-                    if let Some((older, older_items)) = filters.last() {
-                        check_successor(growth, older, *older_items, &shape)?;
-                    }
-                    shape
+                        items,
+                    )?;
+                    filters.push((shape, items));
                 }
-                Some(options) => {
-                    check_stored_link(options, capacity, error, u64::from(hash_count), bits, items)?
+                if growth == Growth::Fixed && count > 1 {
+                    return Err(FilterError::Corrupt(
+                        "a non-scaling filter with several sub-filters",
+                    ));
                 }
-            };
-            filters.push((shape, items));
-        }
-        let format = options.map_or(Format::Native, Format::RedisBloom);
-        if format != Format::Native && growth == Growth::Fixed && count > 1 {
-            return Err(FilterError::Corrupt(
-                "a non-scaling filter with several sub-filters",
-            ));
-        }
-        Ok(Header {
-            format,
+                filters
+            }
+        };
+        Ok(Header(Described::Chain {
+            format: options.map_or(Format::Native, Format::RedisBloom),
             growth,
             filters,
-        })
+        }))
     }
 
-    /// Bytes the described chain will take (what `bf.max-filter-bytes` bounds).
-    pub fn planned_bytes(&self) -> u64 {
-        Chain::planned_bytes(self.filters.iter().map(|(shape, _)| shape))
-    }
-
-    /// The described chain, with its item counts and every bit zero, restoring: ready for its
-    /// data chunks, from the first.
-    pub fn into_chain(self) -> Result<Chain, FilterError> {
-        let mut filters = Vec::with_capacity(self.filters.len());
-        for (shape, items) in self.filters {
-            filters.push(SubFilter::new(shape)?.with_items(items));
+    fn parse_windowed(mut reader: Reader) -> Result<Header, FilterError> {
+        let window = Window::seconds(reader.u64()?)
+            .map_err(|_| FilterError::Corrupt("window out of range"))?;
+        let capacity = reader.u64()?;
+        let error = reader.f64()?;
+        let growth = growth_field(reader.u32()?)?;
+        let shape = WindowedShape::new(capacity, error, growth, window)
+            .map_err(|_| FilterError::Corrupt("windowed filter's capacity or error rate"))?;
+        let count = reader.u32()? as usize;
+        // A generation takes at least 12 + 36 bytes: the count justifies no more than that.
+        let mut generations: Vec<(u64, Vec<(Shape, u64)>)> =
+            Vec::with_capacity(count.min(reader.remaining() / (12 + ENTRY_LEN)));
+        for _ in 0..count {
+            let slot = reader.u64()?;
+            if generations.last().is_some_and(|(older, _)| *older >= slot)
+                || shape.expiry(slot) == u64::MAX
+            {
+                return Err(FilterError::Corrupt("generations out of order"));
+            }
+            let filters = reader.u32()? as usize;
+            if filters == 0 {
+                return Err(FilterError::Corrupt("no sub-filters"));
+            }
+            let filters = native_entries(&mut reader, filters, growth)?;
+            check_generation_shape(&shape, &filters[0].0)?;
+            generations.push((slot, filters));
         }
-        let mut chain = match self.format {
-            Format::Native => Chain::from_parts(self.growth, filters),
-            Format::RedisBloom(options) => Chain::imported(options, self.growth, filters),
-        }?;
-        chain.restoring = NonZeroU64::new(1);
-        Ok(chain)
+        if reader.remaining() != 0 {
+            return Err(FilterError::Corrupt(
+                "header length does not match its generations",
+            ));
+        }
+        Ok(Header(Described::Windowed { shape, generations }))
+    }
+
+    /// Bytes the described filter will take (what `bf.max-filter-bytes` bounds).
+    pub fn planned_bytes(&self) -> u64 {
+        match &self.0 {
+            Described::Chain { filters, .. } => {
+                Chain::planned_bytes(filters.iter().map(|(shape, _)| shape))
+            }
+            Described::Windowed { generations, .. } => generations
+                .iter()
+                .map(|(_, filters)| {
+                    Chain::planned_bytes(filters.iter().map(|(shape, _)| shape)) + 8
+                })
+                .fold(std::mem::size_of::<Windowed>() as u64, u64::saturating_add),
+        }
+    }
+
+    /// The described filter, with its item counts and every bit zero, restoring: ready for its
+    /// data chunks, from the first.
+    pub fn into_filter(self) -> Result<Filter, FilterError> {
+        let sub_filters = |filters: Vec<(Shape, u64)>| -> Result<Vec<SubFilter>, FilterError> {
+            filters
+                .into_iter()
+                .map(|(shape, items)| Ok(SubFilter::new(shape)?.with_items(items)))
+                .collect()
+        };
+        let mut filter = match self.0 {
+            Described::Chain {
+                format,
+                growth,
+                filters,
+            } => {
+                let filters = sub_filters(filters)?;
+                Filter::Chain(match format {
+                    Format::Native => Chain::from_parts(growth, filters),
+                    Format::RedisBloom(options) => Chain::imported(options, growth, filters),
+                }?)
+            }
+            Described::Windowed { shape, generations } => {
+                let mut built = Vec::with_capacity(generations.len());
+                for (slot, filters) in generations {
+                    let chain = Chain::from_parts(shape.growth, sub_filters(filters)?)?;
+                    built.push(Generation::from_parts(slot, chain));
+                }
+                Filter::from(Windowed::from_parts(shape, built)?)
+            }
+        };
+        // A filter with no bits (a windowed one without generations) has nothing to wait for.
+        if filter.dump_len() > 0 {
+            filter.set_restoring(NonZeroU64::new(1));
+        }
+        Ok(filter)
     }
 }
 
-impl Chain {
+impl Filter {
     /// Length of the dump bytes: every sub-filter's bit array.
     pub fn dump_len(&self) -> u64 {
-        self.filters().iter().map(|f| f.shape().bit_bytes()).sum()
+        self.dumped_sub_filters()
+            .map(|f| f.shape().bit_bytes())
+            .sum()
     }
 
-    /// The chunk slot at dump offset `offset`: the sub-filter, the offset in its bit array and
-    /// the chunk's length. `None` unless a chunk starts exactly there.
+    /// The chunk slot at dump offset `offset`: the sub-filter (its index in the dump), the offset
+    /// in its bit array and the chunk's length. `None` unless a chunk starts exactly there.
     fn chunk_slot(&self, offset: u64) -> Option<(usize, u64, usize)> {
         let mut start = 0u64;
-        for (index, filter) in self.filters().iter().enumerate() {
+        for (index, filter) in self.dumped_sub_filters().enumerate() {
             let len = filter.shape().bit_bytes();
             if offset < start + len {
                 let within = offset - start;
@@ -235,18 +397,36 @@ impl Chain {
     /// starts there. (The dump's end answers `None` too: SCANDUMP answers it with `[0, ""]`.)
     pub fn chunk(&self, offset: u64) -> Option<Cow<'_, [u8]>> {
         let (index, within, len) = self.chunk_slot(offset)?;
-        self.filters()[index].bits().read_bytes(within, len)
+        self.dumped_sub_filters()
+            .nth(index)?
+            .bits()
+            .read_bytes(within, len)
     }
 
-    /// While the chain is being restored from a dump: the dump offset where the next data chunk
-    /// must start (how many bytes of [`Chain::dump_len`] have arrived). `None` for a chain in use.
+    fn restoring_field(&self) -> Option<NonZeroU64> {
+        match self {
+            Filter::Chain(chain) => chain.restoring,
+            Filter::Windowed(windowed) => windowed.restoring,
+        }
+    }
+
+    pub(crate) fn set_restoring(&mut self, next: Option<NonZeroU64>) {
+        match self {
+            Filter::Chain(chain) => chain.restoring = next,
+            Filter::Windowed(windowed) => windowed.restoring = next,
+        }
+    }
+
+    /// While the filter is being restored from a dump: the dump offset where the next data chunk
+    /// must start (how many bytes of [`Filter::dump_len`] have arrived). `None` for a filter in
+    /// use.
     pub fn restoring(&self) -> Option<u64> {
-        self.restoring.map(|next| next.get() - 1)
+        self.restoring_field().map(|next| next.get() - 1)
     }
 
-    /// The data chunks that rebuild what this chain holds, as (dump offset, bytes), in order:
-    /// every chunk for a chain in use, the ones that have arrived for a chain being restored.
-    /// After [`header`], they bring a new chain to exactly this state (the AOF rewrite).
+    /// The data chunks that rebuild what this filter holds, as (dump offset, bytes), in order:
+    /// every chunk for a filter in use, the ones that have arrived for one being restored. After
+    /// [`header`], they bring a new filter to exactly this state (the AOF rewrite).
     pub fn loaded_chunks(&self) -> impl Iterator<Item = (u64, Cow<'_, [u8]>)> {
         let end = self.restoring().unwrap_or_else(|| self.dump_len());
         let mut offset = 0;
@@ -257,14 +437,18 @@ impl Chain {
             let (index, within, len) = self.chunk_slot(offset)?;
             // A chain imported from RedisBloom may have been restored up to any byte of a slot.
             let len = len.min((end - offset) as usize);
-            let bytes = self.filters()[index].bits().read_bytes(within, len)?;
+            let bytes = self
+                .dumped_sub_filters()
+                .nth(index)?
+                .bits()
+                .read_bytes(within, len)?;
             let at = offset;
             offset += len as u64;
             Some((at, bytes))
         })
     }
 
-    /// Takes the next data chunk of a restore, at dump offset `offset`. The chain must be
+    /// Takes the next data chunk of a restore, at dump offset `offset`. The filter must be
     /// restoring and `offset` must be where the next chunk starts; the chunk must fill exactly
     /// one chunk slot (for a filter imported from RedisBloom: lie within one sub-filter, as
     /// RedisBloom's own chunks do). Otherwise nothing is written. The last chunk ends the restore.
@@ -278,11 +462,12 @@ impl Chain {
         }
         self.write_chunk(offset, bytes)?;
         let end = offset + bytes.len() as u64;
-        self.restoring = if end == self.dump_len() {
+        let next = if end == self.dump_len() {
             None
         } else {
             NonZeroU64::new(end + 1)
         };
+        self.set_restoring(next);
         Ok(())
     }
 
@@ -292,9 +477,11 @@ impl Chain {
         let Some(next) = self.restoring() else {
             return Ok(());
         };
-        let starts_a_chunk = match self.format() {
-            Format::Native => self.chunk_slot(next).is_some(),
-            Format::RedisBloom(_) => next < self.dump_len(),
+        let imported = matches!(self, Filter::Chain(chain) if chain.format() != Format::Native);
+        let starts_a_chunk = if imported {
+            next < self.dump_len()
+        } else {
+            self.chunk_slot(next).is_some()
         };
         if !starts_a_chunk {
             return Err(FilterError::Corrupt("restoring state out of range"));
@@ -303,29 +490,35 @@ impl Chain {
     }
 
     /// Writes a data chunk at dump offset `offset`, if it fits its place (see
-    /// [`Chain::load_chunk`]).
+    /// [`Filter::load_chunk`]).
     fn write_chunk(&mut self, offset: u64, bytes: &[u8]) -> Result<(), FilterError> {
-        if let Format::RedisBloom(_) = self.format() {
-            let mut start = 0u64;
-            for index in 0..self.filters().len() {
-                let len = self.filters()[index].shape().bit_bytes();
-                if offset < start + len {
-                    let within = offset - start;
-                    if bytes.len() as u64 > len - within {
-                        return Err(FilterError::Corrupt(
-                            "chunk passes the end of its sub-filter",
-                        ));
+        if let Filter::Chain(chain) = self {
+            if let Format::RedisBloom(_) = chain.format() {
+                let mut start = 0u64;
+                for index in 0..chain.filters().len() {
+                    let len = chain.filters()[index].shape().bit_bytes();
+                    if offset < start + len {
+                        let within = offset - start;
+                        if bytes.len() as u64 > len - within {
+                            return Err(FilterError::Corrupt(
+                                "chunk passes the end of its sub-filter",
+                            ));
+                        }
+                        chain
+                            .filter_mut(index)
+                            .bits_mut()
+                            .write_bytes(within, bytes);
+                        return Ok(());
                     }
-                    self.filter_mut(index).bits_mut().write_bytes(within, bytes);
-                    return Ok(());
+                    start += len;
                 }
-                start += len;
+                return Err(FilterError::Corrupt("no sub-filter at this offset"));
             }
-            return Err(FilterError::Corrupt("no sub-filter at this offset"));
         }
         match self.chunk_slot(offset) {
             Some((index, within, len)) if len == bytes.len() => {
-                if self.filter_mut(index).bits_mut().write_bytes(within, bytes) {
+                let sub_filter = self.dumped_sub_filter_mut(index);
+                if sub_filter.bits_mut().write_bytes(within, bytes) {
                     Ok(())
                 } else {
                     Err(FilterError::Corrupt("chunk outside its sub-filter"))
@@ -351,17 +544,35 @@ pub fn chunk_offset(iterator: u64, len: usize) -> Option<u64> {
 mod tests {
     use super::*;
 
-    fn filled(capacity: u64, growth: Growth, items: u32) -> Chain {
+    const NOW: u64 = 1_800_000_000_000;
+
+    fn filled(capacity: u64, growth: Growth, items: u32) -> Filter {
         let mut chain = Chain::new(capacity, 0.01, growth, u64::MAX).unwrap();
         for i in 0..items {
             chain.add(&i.to_le_bytes(), u64::MAX).unwrap();
         }
-        chain
+        Filter::Chain(chain)
     }
 
-    /// Dumps a chain the way SCANDUMP would and loads it the way LOADCHUNK would.
-    fn round_trip(chain: &Chain) -> Chain {
-        let mut loaded = Header::parse(&header(chain)).unwrap().into_chain().unwrap();
+    /// A windowed filter with items in `slots` slots.
+    fn windowed(slots: u64) -> Filter {
+        let window = Window::seconds(100).unwrap();
+        let shape =
+            WindowedShape::new(400, 0.01, Growth::Scaling { expansion: 4 }, window).unwrap();
+        let mut filter = Filter::from(Windowed::new(shape));
+        for i in 0..slots * 150 {
+            let now = NOW + i * window.slot_millis() / 150;
+            filter.add(&i.to_le_bytes(), now, u64::MAX).unwrap();
+        }
+        filter
+    }
+
+    /// Dumps a filter the way SCANDUMP would and loads it the way LOADCHUNK would.
+    fn round_trip(chain: &Filter) -> Filter {
+        let mut loaded = Header::parse(&header(chain))
+            .unwrap()
+            .into_filter()
+            .unwrap();
         let mut iterator = 1;
         let mut chunks = 0;
         while let Some(chunk) = chain.chunk(iterator - 1) {
@@ -375,7 +586,7 @@ mod tests {
             chunks += 1;
         }
         assert_eq!(iterator - 1, chain.dump_len());
-        assert!(chunks >= chain.filters().len());
+        assert!(chunks >= chain.dumped_sub_filters().count());
         loaded
     }
 
@@ -386,6 +597,9 @@ mod tests {
             filled(10, Growth::Scaling { expansion: 2 }, 300),
             filled(10, Growth::Scaling { expansion: 1 }, 60),
             filled(1000, Growth::Fixed, 1000),
+            windowed(0),
+            windowed(1),
+            windowed(7),
         ] {
             assert_eq!(round_trip(&chain), chain);
         }
@@ -394,9 +608,15 @@ mod tests {
     #[test]
     fn chunks_never_pass_16_mib_or_span_two_sub_filters() {
         // 20 million items at 1%: a first sub-filter of 27.6 MB, cut into 16 MiB and the rest.
-        let mut chain =
-            Chain::new(20_000_000, 0.01, Growth::Scaling { expansion: 2 }, u64::MAX).unwrap();
-        let first = chain.filters()[0].shape().bit_bytes();
+        let mut chain = Filter::Chain(
+            Chain::new(20_000_000, 0.01, Growth::Scaling { expansion: 2 }, u64::MAX).unwrap(),
+        );
+        let first = chain
+            .dumped_sub_filters()
+            .next()
+            .unwrap()
+            .shape()
+            .bit_bytes();
         assert_eq!(chain.chunk(0).unwrap().len() as u64, CHUNK_BYTES);
         assert_eq!(
             chain.chunk(CHUNK_BYTES).unwrap().len() as u64,
@@ -404,7 +624,7 @@ mod tests {
         );
         assert!(chain.chunk(1).is_none());
         assert!(chain.chunk(first).is_none());
-        chain.add(b"x", u64::MAX).unwrap();
+        chain.add(b"x", NOW, u64::MAX).unwrap();
         assert_eq!(round_trip(&chain), chain);
     }
 
@@ -413,7 +633,7 @@ mod tests {
         let source = filled(100, Growth::Scaling { expansion: 2 }, 10);
         let mut chain = Header::parse(&header(&source))
             .unwrap()
-            .into_chain()
+            .into_filter()
             .unwrap();
         let before = chain.clone();
         let len = chain.dump_len() as usize;
@@ -433,9 +653,10 @@ mod tests {
     #[test]
     fn only_a_chain_being_restored_takes_data_chunks_in_order_each_once() {
         // 20 million items at 1%: one sub-filter of 27.6 MB, two chunks.
-        let mut source =
-            Chain::new(20_000_000, 0.01, Growth::Scaling { expansion: 2 }, u64::MAX).unwrap();
-        source.add(b"x", u64::MAX).unwrap();
+        let mut source = Filter::Chain(
+            Chain::new(20_000_000, 0.01, Growth::Scaling { expansion: 2 }, u64::MAX).unwrap(),
+        );
+        source.add(b"x", NOW, u64::MAX).unwrap();
         let chunks: Vec<(u64, Vec<u8>)> = source
             .loaded_chunks()
             .map(|(offset, bytes)| (offset, bytes.into_owned()))
@@ -450,7 +671,7 @@ mod tests {
         assert_eq!(in_use, source);
         let mut restored = Header::parse(&header(&source))
             .unwrap()
-            .into_chain()
+            .into_filter()
             .unwrap();
         assert_eq!(restored.restoring(), Some(0));
         // Out of order, then in order, then the same chunk again.
@@ -469,7 +690,7 @@ mod tests {
         // Half restored: its own chunks rebuild exactly this state.
         let mut half = Header::parse(&header(&restored))
             .unwrap()
-            .into_chain()
+            .into_filter()
             .unwrap();
         for (offset, bytes) in restored.loaded_chunks() {
             half.load_chunk(offset, &bytes).unwrap();
@@ -499,7 +720,7 @@ mod tests {
             forged[at..at + bytes.len()].copy_from_slice(bytes);
             Header::parse(&forged)
         };
-        let entry = |i: usize, field: usize| FIXED_LEN + i * ENTRY_LEN + field;
+        let entry = |i: usize, field: usize| 24 + i * ENTRY_LEN + field;
         let cases: Vec<(&str, Result<Header, FilterError>)> = vec![
             ("magic", patched(0, b"RedisBF!")),
             ("version", patched(8, &2u32.to_le_bytes())),
@@ -537,6 +758,56 @@ mod tests {
             ("older not full", patched(entry(0, 28), &9u64.to_le_bytes())),
             ("truncated", Header::parse(&good[..good.len() - 1])),
             ("empty", Header::parse(&[])),
+        ];
+        for (what, parsed) in cases {
+            assert!(parsed.is_err(), "{what} was accepted");
+        }
+        let mut longer = good.clone();
+        longer.push(0);
+        assert!(Header::parse(&longer).is_err());
+    }
+
+    #[test]
+    fn windowed_headers_are_checked_field_by_field() {
+        let filter = windowed(3);
+        let good = header(&filter);
+        assert_eq!(
+            Header::parse(&good).unwrap().planned_bytes(),
+            filter.planned_size()
+        );
+        let patched = |at: usize, bytes: &[u8]| {
+            let mut forged = good.clone();
+            forged[at..at + bytes.len()].copy_from_slice(bytes);
+            Header::parse(&forged)
+        };
+        // magic 8, version 4, window 8, capacity 8, error 8, expansion 4, count 4 = 44; then per
+        // generation: slot 8, count 4, entries.
+        let first = 44;
+        let Filter::Windowed(inner) = &filter else {
+            unreachable!()
+        };
+        let later = inner.generations()[1].slot() + 1;
+        let cases: Vec<(&str, Result<Header, FilterError>)> = vec![
+            ("window zero", patched(12, &0u64.to_le_bytes())),
+            (
+                "window too long",
+                patched(12, &(u64::MAX / 2).to_le_bytes()),
+            ),
+            ("capacity", patched(20, &401u64.to_le_bytes())),
+            ("error", patched(28, &0.02f64.to_bits().to_le_bytes())),
+            ("expansion", patched(36, &2u32.to_le_bytes())),
+            ("generation count", patched(40, &4u32.to_le_bytes())),
+            ("slot out of order", patched(first, &later.to_le_bytes())),
+            (
+                "slot at the end of time",
+                patched(first, &u64::MAX.to_le_bytes()),
+            ),
+            ("no sub-filters", patched(first + 8, &0u32.to_le_bytes())),
+            (
+                "sub-filter capacity",
+                patched(first + 12, &1000u64.to_le_bytes()),
+            ),
+            ("truncated", Header::parse(&good[..good.len() - 1])),
         ];
         for (what, parsed) in cases {
             assert!(parsed.is_err(), "{what} was accepted");

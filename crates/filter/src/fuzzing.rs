@@ -5,6 +5,9 @@ use crate::dump::{chunk_offset, header, Header};
 use crate::redisbloom::load_rdb;
 use crate::stored::{from_bytes, to_bytes, ByteFields};
 
+/// The time the fuzzed filters are asked at (a windowed filter's generations may be live or not).
+const NOW: u64 = 1_800_000_000_000;
+
 /// Headers describing more than this are refused here, as BF.LOADCHUNK refuses them past
 /// bf.max-filter-bytes (the fuzzer's memory is not the point).
 const LIMIT: u64 = 64 << 20;
@@ -24,12 +27,12 @@ pub fn chunks(data: &[u8]) {
     if header.planned_bytes() > LIMIT {
         return;
     }
-    let Ok(mut chain) = header.into_chain() else {
+    let Ok(mut filter) = header.into_filter() else {
         return;
     };
     // Whatever header made it (ours or RedisBloom's), the filter's own header reads back.
-    assert!(Header::parse(&crate::dump::header(&chain)).is_ok());
-    let _ = (chain.capacity(), chain.items());
+    assert!(Header::parse(&crate::dump::header(&filter)).is_ok());
+    let _ = (filter.capacity(), filter.items(NOW));
     while let Some((iterator, tail)) = rest.split_first_chunk::<8>() {
         let Some((len, tail)) = tail.split_first_chunk::<2>() else {
             break;
@@ -37,20 +40,24 @@ pub fn chunks(data: &[u8]) {
         let len = usize::from(u16::from_le_bytes(*len)).min(tail.len());
         let (chunk, tail) = tail.split_at(len);
         if let Some(offset) = chunk_offset(u64::from_le_bytes(*iterator), chunk.len()) {
-            let _ = chain.load_chunk(offset, chunk);
+            let _ = filter.load_chunk(offset, chunk);
         }
         rest = tail;
     }
-    let _ = chain.contains(b"probe");
-    let _ = chain.add(b"probe", LIMIT);
+    let _ = filter.contains(b"probe", NOW);
+    let _ = filter.add(b"probe", NOW, LIMIT);
 }
 
 /// The RDB decoder fed from bytes: a chain or an error, and a chain that loads saves back to the
 /// same bytes (the stored form is canonical).
 pub fn stored(data: &[u8]) {
-    if let Ok(chain) = from_bytes(data) {
-        assert_eq!(to_bytes(&chain), data, "the stored form is canonical");
-        let _ = (chain.capacity(), chain.items(), chain.contains(b"probe"));
+    if let Ok(filter) = from_bytes(data) {
+        assert_eq!(to_bytes(&filter), data, "the stored form is canonical");
+        let _ = (
+            filter.capacity(),
+            filter.items(NOW),
+            filter.contains(b"probe", NOW),
+        );
     }
 }
 
@@ -62,11 +69,13 @@ pub fn redisbloom(data: &[u8]) {
         return;
     };
     let mut fields = ByteFields::new(rest);
-    let Ok(mut chain) = load_rdb(&mut fields, u32::from(encver % 5)) else {
+    let Ok(chain) = load_rdb(&mut fields, u32::from(encver % 5)) else {
         return;
     };
-    assert_eq!(from_bytes(&to_bytes(&chain)).as_ref(), Ok(&chain));
-    let parsed = Header::parse(&header(&chain)).expect("a loaded chain's header parses");
+    let filter = crate::Filter::Chain(chain.clone());
+    assert_eq!(from_bytes(&to_bytes(&filter)).as_ref(), Ok(&filter));
+    let parsed = Header::parse(&header(&filter)).expect("a loaded chain's header parses");
+    let mut chain = chain;
     assert_eq!(parsed.planned_bytes(), chain.planned_size());
     let _ = (chain.capacity(), chain.items(), chain.contains(b"probe"));
     if chain.planned_size() < LIMIT {

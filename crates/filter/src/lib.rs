@@ -9,6 +9,7 @@
 pub mod bits;
 pub mod chain;
 pub mod dump;
+pub mod filter;
 pub mod fuzzing;
 pub mod hash;
 mod reader;
@@ -16,8 +17,10 @@ pub mod redisbloom;
 pub mod sizing;
 pub mod stored;
 pub mod sub_filter;
+pub mod window;
 
 pub use chain::{check_successor, Chain, Format, Growth, MAX_EXPANSION};
+pub use filter::Filter;
 pub use hash::{Hashing, ItemHash};
 pub use sizing::Shape;
 pub use sub_filter::{check_stored, SubFilter};
@@ -46,6 +49,8 @@ pub enum FilterError {
     /// A scaling filter cannot add a sub-filter: its capacity or error rate would leave the range
     /// a number can hold.
     CannotGrow,
+    /// A window outside 1 second to 10 years.
+    BadWindow,
     /// Stored data is inconsistent; the text names what.
     Corrupt(&'static str),
     /// A data chunk for a filter that is not being restored from a dump (see [`dump`]).

@@ -623,9 +623,10 @@ mod tests {
         ];
         for (encver, _flags, bytes) in cases {
             let chain = load_rdb(&mut ByteFields::new(&bytes), encver).unwrap();
-            assert_eq!(from_bytes(&to_bytes(&chain)).as_ref(), Ok(&chain));
-            let parsed = Header::parse(&header(&chain)).unwrap();
-            assert_eq!(parsed.planned_bytes(), chain.planned_size());
+            let filter = crate::Filter::Chain(chain);
+            assert_eq!(from_bytes(&to_bytes(&filter)).as_ref(), Ok(&filter));
+            let parsed = Header::parse(&header(&filter)).unwrap();
+            assert_eq!(parsed.planned_bytes(), filter.planned_size());
         }
     }
 
@@ -679,9 +680,9 @@ mod tests {
             let parsed_links = parsed.links.clone();
             assert_eq!(parsed.growth, Growth::Scaling { expansion: 2 });
             assert_eq!(parsed.links.len(), 1);
-            let chain = crate::dump::Header::from(parsed).into_chain().unwrap();
-            assert_eq!(chain.capacity(), 1000);
-            assert_eq!(chain.items(), 500);
+            let filter = crate::dump::Header::from(parsed).into_filter().unwrap();
+            assert_eq!(filter.capacity(), 1000);
+            assert_eq!(filter.items(0), 500);
             for cut in 0..header.len() {
                 // A 2.4 header cut before the high half of its 64-bit capacity reads as a 2.2
                 // header of the same filter; any other cut is refused.

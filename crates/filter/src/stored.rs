@@ -1,8 +1,10 @@
-//! The stored form of a chain: the sequence of fields an RDB file (and so DUMP/RESTORE and
+//! The stored form of a filter: the sequence of fields an RDB file (and so DUMP/RESTORE and
 //! replication) holds for one filter, written and read through a field stream so that the same
 //! code serves the server's RDB reader and plain bytes (tests and fuzzing).
 //!
 //! ```text
+//! unsigned  kind                   0 = a chain, 1 = a windowed filter     (since revision 102)
+//! a chain:
 //! unsigned  hash family            0 = xxh3-128 with the probe sequence of `hash`
 //!                                  1 = RedisBloom's, kept by a filter imported from it
 //! unsigned  RedisBloom's option flags        (family 1 only)
@@ -12,12 +14,21 @@
 //!   unsigned capacity, double error, unsigned hash count, unsigned bits, unsigned items
 //!   the bit array as string fields, one per piece (`bits::piece_lengths` of the bits rounded
 //!   up to whole 64-bit words)
+//! a windowed filter (`crate::window`):
+//! unsigned  window, seconds
+//! unsigned  capacity (items per window)
+//! double    error rate
+//! unsigned  expansion              0 = NONSCALING
+//! unsigned  number of generations  0 or more
+//! per generation, oldest first:
+//!   unsigned slot, unsigned number of sub-filters, then each sub-filter as above (hash family 0)
+//! then, for either:
 //! unsigned  restoring              0 = in use; n = being restored, the next data chunk starts at
 //!                                  dump offset n - 1 (see `crate::dump`)   (since revision 101)
 //! ```
 //!
-//! The module stores it as encoding version 101 of its data type; version 100 is the same without
-//! the last field ([`Revision`]).
+//! The module stores it as encoding version 102 of its data type; versions 100 and 101 are
+//! still read ([`Revision`]).
 //!
 //! Reading checks every field against what was actually read, before anything is allocated for
 //! it: the hash count and bit count must be the ones the sizing gives for the capacity and error,
@@ -29,7 +40,8 @@ use crate::bits::{piece_lengths, BitStore};
 use crate::chain::{check_successor, Format};
 use crate::redisbloom::{check_stored_link, RedisBloomOptions};
 use crate::sub_filter::{check_stored, storage_bits};
-use crate::{Chain, FilterError, Growth, Shape, SubFilter};
+use crate::window::{Generation, Window, Windowed, WindowedShape};
+use crate::{Chain, Filter, FilterError, Growth, Shape, SubFilter};
 use std::num::NonZeroU64;
 
 /// Hash family 0: xxh3-128 and the probe sequence of `crate::hash`.
@@ -40,25 +52,33 @@ pub const HASH_FAMILY_REDISBLOOM: u64 = 1;
 /// The revisions of the stored form, oldest first; the module writes the newest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Revision {
-    /// Encoding version 100: the chain alone.
+    /// Encoding version 100: a chain alone.
     Chain = 100,
     /// Encoding version 101: and its restoring state.
     Restoring = 101,
+    /// Encoding version 102: a kind first, and windowed filters.
+    Windowed = 102,
 }
 
 impl Revision {
     /// The revision this code writes.
-    pub const NEWEST: Revision = Revision::Restoring;
+    pub const NEWEST: Revision = Revision::Windowed;
 
     /// The revision stored under an RDB encoding version, if it is one of this module's.
     pub fn of_encoding(encver: i32) -> Option<Revision> {
         match encver {
             100 => Some(Revision::Chain),
             101 => Some(Revision::Restoring),
+            102 => Some(Revision::Windowed),
             _ => None,
         }
     }
 }
+
+/// Kind 0: a chain.
+const KIND_CHAIN: u64 = 0;
+/// Kind 1: a windowed filter.
+const KIND_WINDOWED: u64 = 1;
 
 /// Where stored fields come from. `None` means the input ended (or failed) before the field.
 pub trait FieldSource {
@@ -109,8 +129,38 @@ impl From<FilterError> for LoadError {
     }
 }
 
-/// Writes a chain's fields.
-pub fn save(chain: &Chain, sink: &mut impl FieldSink) {
+/// Writes a filter's fields.
+pub fn save(filter: &Filter, sink: &mut impl FieldSink) {
+    match filter {
+        Filter::Chain(chain) => {
+            sink.unsigned(KIND_CHAIN);
+            save_chain(chain, sink);
+        }
+        Filter::Windowed(windowed) => {
+            sink.unsigned(KIND_WINDOWED);
+            let shape = windowed.shape();
+            sink.unsigned(shape.window.as_seconds());
+            sink.unsigned(shape.capacity);
+            sink.double(shape.error);
+            sink.unsigned(expansion_field(shape.growth));
+            sink.unsigned(windowed.generations().len() as u64);
+            for generation in windowed.generations() {
+                sink.unsigned(generation.slot());
+                save_sub_filters(generation.chain(), sink);
+            }
+        }
+    }
+    sink.unsigned(filter.restoring().map_or(0, |next| next + 1));
+}
+
+fn expansion_field(growth: Growth) -> u64 {
+    match growth {
+        Growth::Scaling { expansion } => u64::from(expansion),
+        Growth::Fixed => 0,
+    }
+}
+
+fn save_chain(chain: &Chain, sink: &mut impl FieldSink) {
     match chain.format() {
         Format::Native => sink.unsigned(HASH_FAMILY_XXH3),
         Format::RedisBloom(options) => {
@@ -118,10 +168,12 @@ pub fn save(chain: &Chain, sink: &mut impl FieldSink) {
             sink.unsigned(u64::from(options.flags()));
         }
     }
-    sink.unsigned(match chain.growth() {
-        Growth::Scaling { expansion } => u64::from(expansion),
-        Growth::Fixed => 0,
-    });
+    sink.unsigned(expansion_field(chain.growth()));
+    save_sub_filters(chain, sink);
+}
+
+/// The sub-filter count, then each sub-filter.
+fn save_sub_filters(chain: &Chain, sink: &mut impl FieldSink) {
     sink.unsigned(chain.filters().len() as u64);
     for filter in chain.filters() {
         let shape = filter.shape();
@@ -134,23 +186,56 @@ pub fn save(chain: &Chain, sink: &mut impl FieldSink) {
             sink.buffer(piece);
         }
     }
-    sink.unsigned(chain.restoring.map_or(0, |next| next.get()));
 }
 
-/// Reads a chain's fields as `revision` wrote them, checking every one (see the module
+/// Reads a filter's fields as `revision` wrote them, checking every one (see the module
 /// documentation).
-pub fn load(source: &mut impl FieldSource, revision: Revision) -> Result<Chain, LoadError> {
-    let family = source.unsigned().ok_or(LoadError::Truncated)?;
-    let mut chain = match family {
-        HASH_FAMILY_XXH3 => load_native(source),
-        HASH_FAMILY_REDISBLOOM => load_imported(source),
-        _ => Err(LoadError::Corrupt(format!("unknown hash family {family}"))),
-    }?;
+pub fn load(source: &mut impl FieldSource, revision: Revision) -> Result<Filter, LoadError> {
+    let kind = if revision >= Revision::Windowed {
+        source.unsigned().ok_or(LoadError::Truncated)?
+    } else {
+        KIND_CHAIN
+    };
+    let mut filter = match kind {
+        KIND_CHAIN => {
+            let family = source.unsigned().ok_or(LoadError::Truncated)?;
+            Filter::Chain(match family {
+                HASH_FAMILY_XXH3 => load_native(source),
+                HASH_FAMILY_REDISBLOOM => load_imported(source),
+                _ => Err(LoadError::Corrupt(format!("unknown hash family {family}"))),
+            }?)
+        }
+        KIND_WINDOWED => Filter::from(load_windowed(source)?),
+        _ => return Err(LoadError::Corrupt(format!("unknown filter kind {kind}"))),
+    };
     if revision >= Revision::Restoring {
-        chain.restoring = NonZeroU64::new(source.unsigned().ok_or(LoadError::Truncated)?);
-        chain.check_restoring()?;
+        filter.set_restoring(NonZeroU64::new(
+            source.unsigned().ok_or(LoadError::Truncated)?,
+        ));
+        filter.check_restoring()?;
     }
-    Ok(chain)
+    Ok(filter)
+}
+
+/// Reads a windowed filter (kind 1): its parameters, then its generations, each checked as one
+/// the filter would have made.
+fn load_windowed(source: &mut impl FieldSource) -> Result<Windowed, LoadError> {
+    let window = Window::seconds(source.unsigned().ok_or(LoadError::Truncated)?)
+        .map_err(|_| LoadError::Corrupt("window out of range".into()))?;
+    let capacity = source.unsigned().ok_or(LoadError::Truncated)?;
+    let error = source.double().ok_or(LoadError::Truncated)?;
+    let growth = read_growth(source)?;
+    let shape = WindowedShape::new(capacity, error, growth, window)
+        .map_err(|_| LoadError::Corrupt("windowed filter's capacity or error rate".into()))?;
+    let count = source.unsigned().ok_or(LoadError::Truncated)?;
+    // Grown as generations arrive: the count alone justifies no allocation.
+    let mut generations = Vec::new();
+    for _ in 0..count {
+        let slot = source.unsigned().ok_or(LoadError::Truncated)?;
+        let chain = load_native_sub_filters(source, growth)?;
+        generations.push(Generation::from_parts(slot, chain));
+    }
+    Ok(Windowed::from_parts(shape, generations)?)
 }
 
 /// Reads an imported chain (family 1): RedisBloom's hashing and sizing, in this module's layout.
@@ -184,6 +269,14 @@ fn load_imported(source: &mut impl FieldSource) -> Result<Chain, LoadError> {
 /// Reads a chain of this module's own (family 0).
 fn load_native(source: &mut impl FieldSource) -> Result<Chain, LoadError> {
     let growth = read_growth(source)?;
+    load_native_sub_filters(source, growth)
+}
+
+/// Reads the sub-filters of a chain of this module's own that grows by `growth`.
+fn load_native_sub_filters(
+    source: &mut impl FieldSource,
+    growth: Growth,
+) -> Result<Chain, LoadError> {
     let filters = read_sub_filters(source, |link, older| {
         let shape = Shape {
             capacity: link.capacity,
@@ -351,33 +444,46 @@ impl FieldSink for ByteSink {
     }
 }
 
-/// A chain as bytes (see [`ByteFields`]).
-pub fn to_bytes(chain: &Chain) -> Vec<u8> {
+/// A filter as bytes (see [`ByteFields`]).
+pub fn to_bytes(filter: &Filter) -> Vec<u8> {
     let mut sink = ByteSink::default();
-    save(chain, &mut sink);
+    save(filter, &mut sink);
     sink.bytes
 }
 
-/// A chain from bytes written by [`to_bytes`]; trailing bytes are an error.
-pub fn from_bytes(bytes: &[u8]) -> Result<Chain, LoadError> {
+/// A filter from bytes written by [`to_bytes`]; trailing bytes are an error.
+pub fn from_bytes(bytes: &[u8]) -> Result<Filter, LoadError> {
     let mut fields = ByteFields::new(bytes);
-    let chain = load(&mut fields, Revision::NEWEST)?;
+    let filter = load(&mut fields, Revision::NEWEST)?;
     if fields.remaining() != 0 {
         return Err(LoadError::Corrupt("data after the filter".into()));
     }
-    Ok(chain)
+    Ok(filter)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn chain(capacity: u64, growth: Growth, items: u32) -> Chain {
+    fn chain(capacity: u64, growth: Growth, items: u32) -> Filter {
         let mut chain = Chain::new(capacity, 0.01, growth, u64::MAX).unwrap();
         for i in 0..items {
             chain.add(&i.to_le_bytes(), u64::MAX).unwrap();
         }
-        chain
+        Filter::Chain(chain)
+    }
+
+    fn windowed(items: u64) -> Filter {
+        let window = Window::seconds(10).unwrap();
+        let shape =
+            WindowedShape::new(100, 0.01, Growth::Scaling { expansion: 4 }, window).unwrap();
+        let mut filter = Filter::from(Windowed::new(shape));
+        for i in 0..items {
+            filter
+                .add(&i.to_le_bytes(), 1_800_000_000_000 + i * 100, u64::MAX)
+                .unwrap();
+        }
+        filter
     }
 
     #[test]
@@ -386,6 +492,8 @@ mod tests {
             chain(100, Growth::Scaling { expansion: 2 }, 0),
             chain(10, Growth::Scaling { expansion: 3 }, 500),
             chain(2000, Growth::Fixed, 2000),
+            windowed(0),
+            windowed(500),
         ] {
             assert_eq!(from_bytes(&to_bytes(&chain)), Ok(chain));
         }
@@ -396,7 +504,7 @@ mod tests {
         let source = chain(10, Growth::Scaling { expansion: 2 }, 40);
         let mut restoring = crate::dump::Header::parse(&crate::dump::header(&source))
             .unwrap()
-            .into_chain()
+            .into_filter()
             .unwrap();
         let (offset, first) = source.loaded_chunks().next().unwrap();
         restoring.load_chunk(offset, &first).unwrap();
@@ -419,25 +527,40 @@ mod tests {
     }
 
     #[test]
-    fn revision_100_has_no_restoring_state() {
+    fn older_revisions_of_a_chain_are_still_read() {
         let source = chain(10, Growth::Scaling { expansion: 2 }, 40);
-        let mut bytes = to_bytes(&source);
-        // Revision 101 ends with the restoring field (tag and value): 0 for a chain in use.
-        let field = bytes.split_off(bytes.len() - 9);
-        assert_eq!(field, [&[1u8][..], &[0; 8]].concat());
-        let mut fields = ByteFields::new(&bytes);
+        let bytes = to_bytes(&source);
+        // Revision 102 starts with the kind (tag and value, 0 for a chain); 101 has none.
+        assert_eq!(bytes[..9], [&[1u8][..], &[0; 8]].concat());
+        let revision_101 = &bytes[9..];
+        let mut fields = ByteFields::new(revision_101);
+        assert_eq!(load(&mut fields, Revision::Restoring).as_ref(), Ok(&source));
+        assert_eq!(fields.remaining(), 0);
+        // Revision 100 ends without the restoring field either (0 for a chain in use).
+        let revision_100 = &revision_101[..revision_101.len() - 9];
+        assert_eq!(
+            revision_101[revision_100.len()..],
+            [&[1u8][..], &[0; 8]].concat()
+        );
+        let mut fields = ByteFields::new(revision_100);
         assert_eq!(load(&mut fields, Revision::Chain), Ok(source));
         assert_eq!(fields.remaining(), 0);
         assert_eq!(Revision::of_encoding(100), Some(Revision::Chain));
-        assert_eq!(Revision::of_encoding(101), Some(Revision::NEWEST));
+        assert_eq!(Revision::of_encoding(101), Some(Revision::Restoring));
+        assert_eq!(Revision::of_encoding(102), Some(Revision::NEWEST));
         assert_eq!(Revision::of_encoding(4), None);
     }
 
     #[test]
     fn every_truncation_is_refused() {
-        let bytes = to_bytes(&chain(10, Growth::Scaling { expansion: 2 }, 40));
-        for len in 0..bytes.len() {
-            assert!(from_bytes(&bytes[..len]).is_err(), "cut at {len}");
+        for filter in [
+            chain(10, Growth::Scaling { expansion: 2 }, 40),
+            windowed(300),
+        ] {
+            let bytes = to_bytes(&filter);
+            for len in 0..bytes.len() {
+                assert!(from_bytes(&bytes[..len]).is_err(), "cut at {len}");
+            }
         }
     }
 }

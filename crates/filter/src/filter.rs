@@ -1,0 +1,238 @@
+//! What a `BF.*` key holds: a scaling [`Chain`] (every filter RedisBloom's dialect makes), or a
+//! [`Windowed`] filter (reserved with `WINDOW`). The commands, persistence and dumps work on this
+//! one type; each operation takes the time (milliseconds since the epoch), which only windowed
+//! filters read.
+
+use crate::chain::{Chain, Growth};
+use crate::hash::Hashing;
+use crate::sub_filter::SubFilter;
+use crate::window::{Window, Windowed};
+use crate::FilterError;
+
+/// The value of one `BF.*` key.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    /// A filter that remembers every item.
+    Chain(Chain),
+    /// A filter that remembers each item for a window of time. (Boxed: a value the size of a
+    /// chain is one allocator size class, where a bigger one would waste a rounding.)
+    Windowed(Box<Windowed>),
+}
+
+impl From<Chain> for Filter {
+    fn from(chain: Chain) -> Filter {
+        Filter::Chain(chain)
+    }
+}
+
+impl From<Windowed> for Filter {
+    fn from(windowed: Windowed) -> Filter {
+        Filter::Windowed(Box::new(windowed))
+    }
+}
+
+impl Filter {
+    /// True if the item may have been added (within the window before `now`, for a windowed
+    /// filter); false if it certainly was not.
+    pub fn contains(&self, item: &[u8], now: u64) -> bool {
+        match self {
+            Filter::Chain(chain) => chain.contains(item),
+            Filter::Windowed(windowed) => windowed.contains(item, now),
+        }
+    }
+
+    /// Looks up items in order, answering each through `answer`.
+    pub fn contains_many<'a>(
+        &self,
+        items: impl IntoIterator<Item = &'a [u8]>,
+        now: u64,
+        mut answer: impl FnMut(bool),
+    ) {
+        match self {
+            Filter::Chain(chain) => chain.contains_many(items, answer),
+            Filter::Windowed(windowed) => {
+                for item in items {
+                    answer(windowed.contains(item, now));
+                }
+            }
+        }
+    }
+
+    /// Adds an item at time `now`; `Ok(true)` if it was new (see [`Chain::add`] and
+    /// [`Windowed::add`]).
+    pub fn add(&mut self, item: &[u8], now: u64, max_bytes: u64) -> Result<bool, FilterError> {
+        match self {
+            Filter::Chain(chain) => chain.add(item, max_bytes),
+            Filter::Windowed(windowed) => windowed.add(item, now, max_bytes),
+        }
+    }
+
+    /// Adds items in order, as [`Filter::add`] one after the other would, answering each through
+    /// `answer`; `answer` returns false to stop.
+    pub fn add_many<'a>(
+        &mut self,
+        items: impl IntoIterator<Item = &'a [u8]>,
+        now: u64,
+        max_bytes: u64,
+        mut answer: impl FnMut(Result<bool, FilterError>) -> bool,
+    ) {
+        match self {
+            Filter::Chain(chain) => chain.add_many(items, max_bytes, answer),
+            Filter::Windowed(windowed) => {
+                for item in items {
+                    if !answer(windowed.add(item, now, max_bytes)) {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Items it holds (at `now`, for a windowed filter: those of its live generations).
+    pub fn items(&self, now: u64) -> u64 {
+        match self {
+            Filter::Chain(chain) => chain.items(),
+            Filter::Windowed(windowed) => windowed.items(now),
+        }
+    }
+
+    /// Its capacity: of all sub-filters together, or, for a windowed filter, the items per window
+    /// it was made for.
+    pub fn capacity(&self) -> u64 {
+        match self {
+            Filter::Chain(chain) => chain.capacity(),
+            Filter::Windowed(windowed) => windowed.shape().capacity,
+        }
+    }
+
+    /// How it grows (a windowed filter: each generation).
+    pub fn growth(&self) -> Growth {
+        match self {
+            Filter::Chain(chain) => chain.growth(),
+            Filter::Windowed(windowed) => windowed.shape().growth,
+        }
+    }
+
+    /// The window of a windowed filter.
+    pub fn window(&self) -> Option<Window> {
+        match self {
+            Filter::Chain(_) => None,
+            Filter::Windowed(windowed) => Some(windowed.shape().window),
+        }
+    }
+
+    /// How it hashes items.
+    pub fn hashing(&self) -> Hashing {
+        match self {
+            Filter::Chain(chain) => chain.format().hashing(),
+            Filter::Windowed(_) => Hashing::Xxh3,
+        }
+    }
+
+    /// Its sub-filters holding items at `now`, oldest first.
+    pub fn live_sub_filters(&self, now: u64) -> Vec<&SubFilter> {
+        match self {
+            Filter::Chain(chain) => chain.filters().iter().collect(),
+            Filter::Windowed(windowed) => windowed
+                .live(now)
+                .flat_map(|generation| generation.chain().filters())
+                .collect(),
+        }
+    }
+
+    /// True if adding `items` new items at `now` could make it take more memory: the only time
+    /// the size limit has to be asked for.
+    pub fn may_grow_within(&self, items: u64, now: u64) -> bool {
+        match self {
+            Filter::Chain(chain) => chain.may_grow_within(items),
+            Filter::Windowed(windowed) => windowed.may_grow_within(items, now),
+        }
+    }
+
+    /// Bytes it takes as `bf.max-filter-bytes` counts them.
+    pub fn planned_size(&self) -> u64 {
+        match self {
+            Filter::Chain(chain) => chain.planned_size(),
+            Filter::Windowed(windowed) => windowed.planned_size(),
+        }
+    }
+
+    /// Calls `visit` with every heap allocation it owns (not the value itself).
+    pub fn visit_allocations(&self, visit: &mut dyn FnMut(*const u8, usize)) {
+        match self {
+            Filter::Chain(chain) => chain.visit_allocations(visit),
+            Filter::Windowed(windowed) => {
+                visit(
+                    std::ptr::from_ref::<Windowed>(windowed).cast(),
+                    std::mem::size_of::<Windowed>(),
+                );
+                windowed.visit_allocations(visit);
+            }
+        }
+    }
+
+    /// A copy, or [`FilterError::OutOfMemory`].
+    pub fn try_clone(&self) -> Result<Filter, FilterError> {
+        Ok(match self {
+            Filter::Chain(chain) => Filter::Chain(chain.try_clone()?),
+            Filter::Windowed(windowed) => Filter::Windowed(Box::new(windowed.try_clone()?)),
+        })
+    }
+
+    /// True if a windowed filter holds generations that have expired at `now` (the next write
+    /// drops them).
+    pub fn has_expired(&self, now: u64) -> bool {
+        match self {
+            Filter::Chain(_) => false,
+            Filter::Windowed(windowed) => windowed.has_expired(now),
+        }
+    }
+
+    /// Drops what has expired at `now` (a windowed filter's generations); how many generations.
+    pub fn expire(&mut self, now: u64) -> usize {
+        match self {
+            Filter::Chain(_) => 0,
+            Filter::Windowed(windowed) => windowed.expire(now),
+        }
+    }
+
+    /// When a windowed filter holds nothing any more (its newest generation expires): the
+    /// absolute time to live of its key.
+    pub fn expires_at(&self) -> Option<u64> {
+        match self {
+            Filter::Chain(_) => None,
+            Filter::Windowed(windowed) => windowed.expires_at(),
+        }
+    }
+
+    /// Every sub-filter whose bits a dump carries, in order: all of them, expired or not.
+    pub(crate) fn dumped_sub_filters(&self) -> Box<dyn Iterator<Item = &SubFilter> + '_> {
+        match self {
+            Filter::Chain(chain) => Box::new(chain.filters().iter()),
+            Filter::Windowed(windowed) => Box::new(
+                windowed
+                    .generations()
+                    .iter()
+                    .flat_map(|generation| generation.chain().filters()),
+            ),
+        }
+    }
+
+    /// The sub-filter at `index` of [`Filter::dumped_sub_filters`], to fill from a dump.
+    pub(crate) fn dumped_sub_filter_mut(&mut self, mut index: usize) -> &mut SubFilter {
+        match self {
+            Filter::Chain(chain) => chain.filter_mut(index),
+            Filter::Windowed(windowed) => {
+                for generation in windowed.generations_mut() {
+                    let count = generation.chain().filters().len();
+                    if index < count {
+                        return generation.chain_mut().filter_mut(index);
+                    }
+                    index -= count;
+                }
+                // Callers index within dumped_sub_filters().
+                unreachable!("no sub-filter at that index")
+            }
+        }
+    }
+}
