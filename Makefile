@@ -2,7 +2,8 @@
 #
 #   make run    build the module and start redis-server with it on 6379, or the next free port
 #               if the packaged server holds 6379 (PORT=... to choose one)
-#   make test   everything CI checks: formatting, clippy, unit and integration tests
+#   make test   everything CI checks: formatting, clippy, unit and integration tests, the Python
+#               package's tests (python/)
 #   make build  build target/release/libredis_bf.so
 #   make dist   x86_64 and aarch64 tarballs (glibc 2.17+) with their README, license and example config
 #   make clean  remove build output
@@ -19,7 +20,8 @@ NODE_DIR := target/node
 VALKEY_DIR := target/valkey
 ARM64_DIR := target/arm64
 
-.PHONY: all deps deps-run build dist run test lint unit integration clients bench fuzz clean
+.PHONY: all deps deps-run build dist run test lint unit integration clients python-test bench \
+	python-bench fuzz clean
 
 all: build
 
@@ -89,15 +91,31 @@ clients: $(VENV)/.installed $(NODE_DIR)/.installed $(VALKEY_DIR)/.installed $(AR
 integration: build clients dist
 	cargo test --workspace --tests
 
+# The Python package (python/): a venv under target/ with the pinned scrapy, scrapy-redis and
+# redis-py, and pytest, each test on its own redis-server with the module.
+python-test: build
+	REDIS_BF_MODULE=$(CURDIR)/$(MODULE) scripts/python-tests.sh
+
+# Both suites run even when the first fails, and make fails if either did.
 test: lint build clients dist
-	cargo test --workspace --no-fail-fast
+	@status=0; \
+	cargo test --workspace --no-fail-fast || status=1; \
+	REDIS_BF_MODULE=$(CURDIR)/$(MODULE) scripts/python-tests.sh || status=1; \
+	exit $$status
 
 # Benchmarks (never part of `make test`): the core against the bloomfilter crate (criterion), then
-# the server end to end against SET/GET on the same server. One table on stdout; the report in
-# target/bench/report.json and target/bench/report.svg.
+# the server end to end against SET/GET on the same server (and RedisBloom when REDISBLOOM_SO
+# names a build of it). One table on stdout; the report in target/bench/report.json and
+# target/bench/report.svg. Then the crawler benchmark of the Python package (python-bench).
 bench: build
 	cargo bench -p bf-filter --bench core
 	cargo bench -p redis-bf --bench e2e
+	REDIS_BF_MODULE=$(CURDIR)/$(MODULE) scripts/python-bench.sh
+
+# The crawler benchmark alone: real Scrapy crawls of a local site with each dupefilter, and the
+# defaults filled to 10M and 100M items (about 20 minutes).
+python-bench: build
+	REDIS_BF_MODULE=$(CURDIR)/$(MODULE) scripts/python-bench.sh
 
 # Fuzzing (never part of `make test`): each target for FUZZ_SECONDS (default 60). The corpora
 # live in fuzz/corpus and are replayed by `make test`; a crash is written to fuzz/artifacts: copy it

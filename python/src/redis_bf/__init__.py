@@ -1,0 +1,21 @@
+"""Python helpers for redis-bf, the Redis module with RedisBloom's ``BF.*`` commands.
+
+- ``redis_bf.BloomFilter``: a filter at a key, one command per item or per batch.
+- ``redis_bf.scrapy.RFPDupeFilter``: a scrapy-redis dupefilter over it (needs Scrapy and
+  scrapy-redis, not imported here).
+- ``python -m redis_bf.migrate``: converts a scrapy-redis fingerprint set into a filter.
+"""
+
+from .bloom import BloomFilter, BloomFilterError, FilterOptions, KeyTypeError
+from .defaults import DEFAULT_CAPACITY, DEFAULT_ERROR_RATE
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_CAPACITY",
+    "DEFAULT_ERROR_RATE",
+    "BloomFilter",
+    "BloomFilterError",
+    "FilterOptions",
+    "KeyTypeError",
+]

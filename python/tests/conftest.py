@@ -1,0 +1,70 @@
+"""Fixtures: a redis-server with the module per test, a generated site per crawl test.
+
+Run through ``scripts/python-tests.sh`` (``make test``), which builds the venv and installs the
+package; the module comes from ``$REDIS_BF_MODULE`` (default ``target/release/libredis_bf.so``).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
+
+import crawl as crawl_harness  # noqa: E402
+from redis_server import RedisServer  # noqa: E402
+from website import Site  # noqa: E402
+
+# A few hundred pages keep each crawl under ten seconds on two cores; the benchmark crawls 5,000.
+PAGES = 240
+
+
+@pytest.fixture
+def server(request: pytest.FixtureRequest) -> Iterator[RedisServer]:
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", request.node.name)[:60]
+    instance = RedisServer(name).start()
+    try:
+        yield instance
+    finally:
+        instance.stop()
+
+
+@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
+def protocol(request: pytest.FixtureRequest) -> int:
+    return int(request.param)
+
+
+@pytest.fixture
+def r(server: RedisServer, protocol: int) -> redis.Redis:
+    return server.client(protocol)
+
+
+@pytest.fixture
+def site() -> Iterator[Site]:
+    with Site(PAGES) as instance:
+        yield instance
+
+
+def run_crawl(site: Site, server: RedisServer, **settings: Any) -> crawl_harness.Crawl:
+    return crawl_harness.run(site.url, server.url, settings=settings)
+
+
+def info(client: redis.Redis, key: str) -> dict[str, Any]:
+    """BF.INFO as a dict with str names, in either protocol."""
+    from redis_bf.bloom import info_dict
+
+    return info_dict(client.execute_command("BF.INFO", key))
+
+
+def commandstats(client: redis.Redis) -> dict[str, int]:
+    """Calls per command, names in lower case (module commands may register either way)."""
+    return {
+        name.lower().removeprefix("cmdstat_"): int(stats["calls"])
+        for name, stats in client.info("commandstats").items()
+    }

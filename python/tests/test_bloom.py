@@ -1,0 +1,184 @@
+"""redis_bf.BloomFilter against a real server, in RESP2 and RESP3 (the ``r`` fixture runs each
+test in both): answers as bools, batches, creation, and errors raised, never read as answers."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+from redis.exceptions import ResponseError
+
+from redis_bf import BloomFilter, BloomFilterError, FilterOptions, KeyTypeError
+from redis_bf.bloom import as_bool, as_bools, info_dict
+
+from conftest import commandstats, info
+
+
+def reference_size(client: redis.Redis, error_rate: float, capacity: int) -> int:
+    """Size of a filter reserved explicitly with these parameters, on the same server."""
+    client.execute_command("BF.RESERVE", "reference", error_rate, capacity)
+    size = int(info(client, "reference")["Size"])
+    client.delete("reference")
+    return size
+
+
+def test_add_answers_new_then_seen(r: redis.Redis) -> None:
+    bf = BloomFilter(r, "urls", 1000, 0.001)
+    assert bf.add("https://example.com/") is True
+    assert bf.add("https://example.com/") is False
+    assert bf.add(b"https://example.com/") is False  # str is sent as UTF-8: the same item
+    assert bf.add(42) is True
+    assert bf.add("42") is False
+    assert ("https://example.com/" in bf) is True
+    assert ("https://example.org/" in bf) is False
+    assert bf.count() == 2
+
+
+def test_the_first_write_creates_the_filter_as_asked(r: redis.Redis) -> None:
+    bf = BloomFilter(r, "urls", 1000, 0.001)
+    assert r.exists("urls") == 0
+    assert bf.add("a") is True
+    assert info(r, "urls") == {
+        "Capacity": 1000,
+        "Size": reference_size(r, 0.001, 1000),
+        "Number of filters": 1,
+        "Number of items inserted": 1,
+        "Expansion rate": 2,
+    }
+    # The server's default filter (capacity 100 at 1%) would differ on both counts.
+    assert reference_size(r, 0.01, 100) != info(r, "urls")["Size"]
+
+    r.delete("urls")
+    assert bf.add_many(["a", "b"]) == [True, True]
+    assert info(r, "urls")["Capacity"] == 1000
+
+
+def test_create_reserves_a_missing_key_and_leaves_a_filter_alone(r: redis.Redis) -> None:
+    bf = BloomFilter(r, "urls", 5000, 0.0001)
+    assert bf.create() is True
+    assert info(r, "urls")["Size"] == reference_size(r, 0.0001, 5000)
+    assert bf.create() is False
+
+    r.execute_command("BF.RESERVE", "old", 0.01, 50)
+    r.execute_command("BF.ADD", "old", "kept")
+    before = info(r, "old")
+    old = BloomFilter(r, "old", 5000, 0.0001)
+    assert old.create() is False
+    assert info(r, "old") == before
+    assert old.add("kept") is False
+    assert info(r, "old")["Capacity"] == 50
+
+
+def test_add_many_batches_in_order(server: object, r: redis.Redis) -> None:
+    bf = BloomFilter(r, "k", 1000, 0.001, batch_size=3, pipeline_size=2)
+    items = ["a", "b", "c", "a", "d", "e", "b", "f", "g", "h", "a"]
+    assert bf.add_many(items) == [
+        True,
+        True,
+        True,
+        False,
+        True,
+        True,
+        False,
+        True,
+        True,
+        True,
+        False,
+    ]
+    assert bf.add_many([]) == []
+    assert bf.add_many(iter(["h", "i"])) == [False, True]
+    assert bf.count() == 9
+    # 11 items in batches of 3: 4 commands, and 1 for the last call.
+    assert commandstats(r)["bf.insert"] == 5
+
+
+def test_contains_many(r: redis.Redis) -> None:
+    bf = BloomFilter(r, "k", 1000, 0.001, batch_size=2)
+    assert bf.contains_many(["a", "b"]) == [False, False]  # a missing key holds nothing
+    assert r.exists("k") == 0  # and a lookup does not create it
+    bf.add_many(["a", "c", "e"])
+    assert bf.contains_many(["a", "b", "c", "d", "e"]) == [True, False, True, False, True]
+
+
+def test_info(r: redis.Redis) -> None:
+    bf = BloomFilter(r, "k", 200, 0.01)
+    with pytest.raises(ResponseError, match="not found"):
+        bf.info()
+    bf.add_many(range(250))
+    assert bf.info() == {
+        "Capacity": 600,
+        "Size": info(r, "k")["Size"],
+        "Number of filters": 2,
+        "Number of items inserted": 250,
+        "Expansion rate": 2,
+    }
+
+
+def test_a_full_nonscaling_filter_raises_with_the_answers_before(r: redis.Redis) -> None:
+    r.execute_command("BF.RESERVE", "full", 0.01, 3, "NONSCALING")
+    bf = BloomFilter(r, "full", 3, 0.01, batch_size=2)
+    with pytest.raises(BloomFilterError, match="non scaling filter is full") as raised:
+        bf.add_many(["a", "b", "a", "c", "d", "e"])
+    assert raised.value.results == [True, True, False, True]
+    assert raised.value.index == 4
+    assert bf.count() == 3
+    with pytest.raises(BloomFilterError, match="non scaling filter is full"):
+        bf.add("new")
+    assert bf.add("a") is False  # an item it holds still answers
+    assert bf.contains_many(["a", "new"]) == [True, False]
+
+
+def test_a_key_of_another_type_raises(r: redis.Redis) -> None:
+    r.set("text", "v")
+    bf = BloomFilter(r, "text", 1000, 0.01)
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        bf.add("x")
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        bf.add_many(["x", "y"])
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        _ = "x" in bf
+    with pytest.raises(KeyTypeError, match="'text' holds a string, not a Bloom filter") as raised:
+        bf.create()
+    assert raised.value.key_type == "string"
+    r.rpush("queue", "x")
+    with pytest.raises(KeyTypeError) as raised:
+        BloomFilter(r, "queue", 1000, 0.01).create()
+    assert raised.value.key_type == "list"
+    assert r.get("text") == b"v"
+
+
+def test_a_client_that_decodes_responses(server: object, protocol: int) -> None:
+    client = server.client(protocol, decode_responses=True)  # type: ignore[attr-defined]
+    bf = BloomFilter(client, "k", 1000, 0.01)
+    assert bf.create() is True
+    assert bf.create() is False
+    assert bf.add_many(["a", "a"]) == [True, False]
+    assert bf.info()["Number of items inserted"] == 1
+
+
+def test_replies_are_read_strictly() -> None:
+    assert as_bool(True) is True and as_bool(False) is False
+    assert as_bool(1) is True and as_bool(0) is False
+    for reply in (2, -1, b"1", "1", None, [1]):
+        with pytest.raises(BloomFilterError, match="unexpected reply"):
+            as_bool(reply)
+    with pytest.raises(BloomFilterError, match="non scaling filter is full") as raised:
+        as_bools([1, 0, ResponseError("non scaling filter is full")], offset=10)
+    assert raised.value.results == [True, False]
+    assert raised.value.index == 12
+    with pytest.raises(BloomFilterError, match="not an array"):
+        as_bools(1)
+    assert info_dict([b"Capacity", 5, b"Expansion rate", None]) == {
+        "Capacity": 5,
+        "Expansion rate": None,
+    }
+    assert info_dict({"Capacity": 5}) == {"Capacity": 5}
+
+
+def test_options_are_checked_before_any_command() -> None:
+    for capacity, error_rate in ((0, 0.01), (-1, 0.01), (10, 0.0), (10, 1.0), (10, 1.5)):
+        with pytest.raises(ValueError):
+            FilterOptions(capacity, error_rate)
+    with pytest.raises(TypeError):
+        FilterOptions("10", 0.01)  # type: ignore[arg-type]
+    assert FilterOptions(10, 0.01).reserve_args() == [0.01, 10]
+    assert FilterOptions(10, 0.01).insert_args() == ["CAPACITY", 10, "ERROR", 0.01]

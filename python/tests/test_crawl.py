@@ -1,0 +1,115 @@
+"""Real Scrapy crawls of a generated site (harness/website.py, a few hundred pages, 24 links a
+page) through scrapy-redis's scheduler with redis_bf.scrapy.RFPDupeFilter and no BLOOMFILTER_*
+settings: every page fetched exactly once, the stats, one command per request, a stopped crawl
+resumed, in RESP3 (redis-py 8's default) and RESP2."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from conftest import PAGES, commandstats, info, run_crawl
+
+# Commands a dupefilter may use; ours must only send BF.INSERT (one per request).
+DEDUP_COMMANDS = {
+    "sadd",
+    "sismember",
+    "getbit",
+    "setbit",
+    "bf.add",
+    "bf.madd",
+    "bf.exists",
+    "bf.mexists",
+}
+
+
+def every_page_once(site) -> Counter[str]:  # type: ignore[no-untyped-def]
+    return Counter({path: 1 for path in site.paths})
+
+
+def test_a_crawl_with_no_settings_fetches_every_page_once(site, server) -> None:  # type: ignore[no-untyped-def]
+    crawl = run_crawl(site, server, SCHEDULER_PERSIST=True)
+    checks = site.requests_per_crawl  # the start request and every link
+    assert site.fetched() == every_page_once(site)
+    assert crawl["finish_reason"] == "finished"
+    assert crawl["harness/resp"] == 3  # redis-py 8 speaks RESP3 unless told otherwise
+    assert crawl["harness/pages"] == PAGES
+    assert crawl["harness/requests"] + 1 == checks
+    assert crawl["scheduler/enqueued/redis"] == PAGES
+    assert crawl["dupefilter/filtered"] == checks - PAGES
+    assert (
+        "Bloom filter dupefilter: created site:dupefilter (capacity 100000, error rate 1e-06"
+        in crawl.log
+    )
+
+    r = server.client()
+    calls = commandstats(r)
+    assert calls["bf.insert"] == checks  # one command per request
+    assert calls["bf.reserve"] == 1
+    assert not DEDUP_COMMANDS & calls.keys()
+    filter_info = info(r, "site:dupefilter")
+    assert filter_info["Capacity"] == 100_000
+    assert filter_info["Number of filters"] == 1
+    assert filter_info["Number of items inserted"] == PAGES
+
+
+def test_resp2(site, server) -> None:  # type: ignore[no-untyped-def]
+    crawl = run_crawl(site, server, REDIS_PARAMS={"protocol": 2})
+    assert crawl["harness/resp"] == 2
+    assert site.fetched() == every_page_once(site)
+    assert crawl["harness/pages"] == PAGES
+    assert crawl["dupefilter/filtered"] == site.requests_per_crawl - PAGES
+    assert commandstats(server.client())["bf.insert"] == site.requests_per_crawl
+    # SCHEDULER_PERSIST is False: scrapy-redis clears the queue and the dupefilter at the end.
+    assert server.client().keys("*") == []
+
+
+def test_a_stopped_crawl_resumes_where_it_was(site, server) -> None:  # type: ignore[no-untyped-def]
+    r = server.client()
+    first = run_crawl(site, server, SCHEDULER_PERSIST=True, CLOSESPIDER_PAGECOUNT=PAGES // 3)
+    assert first["finish_reason"] == "closespider_pagecount"
+    fetched = sum(site.fetched().values())
+    assert PAGES // 3 <= fetched < PAGES
+    assert first["harness/pages"] == fetched
+    queued = r.zcard("site:requests")
+    seen = info(r, "site:dupefilter")["Number of items inserted"]
+    # Every request the filter took in was either fetched or is waiting in the queue.
+    assert seen == fetched + queued
+
+    second = run_crawl(site, server, SCHEDULER_PERSIST=True)
+    assert second["finish_reason"] == "finished"
+    assert (
+        f"Bloom filter dupefilter: resuming with site:dupefilter ({seen} requests seen"
+        in second.log
+    )
+    assert site.fetched() == every_page_once(site)
+    assert first["harness/pages"] + second["harness/pages"] == PAGES
+    checks = 2 + first["harness/requests"] + second["harness/requests"]  # two start requests
+    assert first["dupefilter/filtered"] + second["dupefilter/filtered"] == checks - PAGES
+    assert info(r, "site:dupefilter")["Number of items inserted"] == PAGES
+    assert r.zcard("site:requests") == 0
+
+
+def test_a_full_filter_makes_errors_not_skipped_pages(site, server) -> None:  # type: ignore[no-untyped-def]
+    # A filter someone reserved NONSCALING for 50 requests: once full, every new request is an
+    # error reply. Each must surface as an error in the crawl, none as a duplicate.
+    server.client().execute_command("BF.RESERVE", "site:dupefilter", 0.01, 50, "NONSCALING")
+    crawl = run_crawl(site, server, SCHEDULER_PERSIST=True)
+    checks = 1 + crawl["harness/requests"]
+    assert crawl["harness/pages"] == crawl["scheduler/enqueued/redis"] == 50
+    assert "redis_bf.bloom.BloomFilterError: non scaling filter is full" in crawl.log
+    # Every check is accounted for: new (enqueued), seen (filtered), or an error.
+    errors = crawl["log_count/ERROR"]
+    assert errors > 0
+    assert crawl["scheduler/enqueued/redis"] + crawl["dupefilter/filtered"] + errors == checks
+
+
+def test_a_crawl_on_a_scrapy_redis_set_does_not_start(site, server) -> None:  # type: ignore[no-untyped-def]
+    server.client().sadd("site:dupefilter", "0" * 40)
+    crawl = run_crawl(site, server, SCHEDULER_PERSIST=True)
+    assert sum(site.fetched().values()) == 0
+    assert (
+        "redis_bf.bloom.KeyTypeError: 'site:dupefilter' holds a set, not a Bloom filter: it is a "
+        "scrapy-redis fingerprint set: convert it with `python -m redis_bf.migrate "
+        "site:dupefilter`, or delete it to start the crawl afresh" in crawl.log
+    )
+    assert server.client().smembers("site:dupefilter") == {b"0" * 40}

@@ -1,0 +1,231 @@
+"""redis_bf.scrapy.RFPDupeFilter in process, against a real server: key naming, fingerprints,
+creation and resumption, errors that must never read as "seen", logging and the stat.
+(Whole crawls are in test_crawl.py.)"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+import pytest
+import redis
+from redis.exceptions import ResponseError
+from scrapy import Request, Spider
+from scrapy.utils.test import get_crawler
+from scrapy_redis.dupefilter import RFPDupeFilter as SetDupeFilter
+from scrapy_redis.scheduler import Scheduler
+
+from redis_bf import BloomFilterError, KeyTypeError
+from redis_bf.scrapy import RFPDupeFilter
+
+from conftest import info
+
+URL = "http://shop.example/item?b=2&a=1"
+
+
+def make_spider(server: Any, protocol: int = 2, **settings: Any) -> Spider:
+    crawler = get_crawler(
+        Spider,
+        {"REDIS_URL": server.url, "REDIS_PARAMS": {"protocol": protocol}, **settings},
+    )
+    return Spider.from_crawler(crawler, name="shop")
+
+
+def reference_size(client: redis.Redis, error_rate: float, capacity: int) -> int:
+    client.execute_command("BF.RESERVE", "reference", error_rate, capacity)
+    size = int(info(client, "reference")["Size"])
+    client.delete("reference")
+    return size
+
+
+def test_defaults_reserve_the_spider_key(server: Any, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="redis_bf.scrapy")
+    df = RFPDupeFilter.from_spider(make_spider(server))
+    r = server.client()
+    assert df.key == "shop:dupefilter"
+    assert info(r, "shop:dupefilter") == {
+        "Capacity": 100_000,
+        "Size": reference_size(r, 1e-6, 100_000),
+        "Number of filters": 1,
+        "Number of items inserted": 0,
+        "Expansion rate": 2,
+    }
+    size = info(r, "shop:dupefilter")["Size"]
+    assert (
+        f"Bloom filter dupefilter: created shop:dupefilter (capacity 100000, error rate 1e-06, "
+        f"{size} bytes)" in caplog.messages
+    )
+
+
+def test_settings(server: Any) -> None:
+    spider = make_spider(
+        server,
+        BLOOMFILTER_CAPACITY=5000,
+        BLOOMFILTER_ERROR_RATE=0.001,
+        SCHEDULER_DUPEFILTER_KEY="crawl:%(spider)s:seen",
+    )
+    df = RFPDupeFilter.from_spider(spider)
+    r = server.client()
+    assert df.key == "crawl:shop:seen"
+    assert r.keys("*") == [b"crawl:shop:seen"]
+    assert info(r, "crawl:shop:seen")["Capacity"] == 5000
+    assert info(r, "crawl:shop:seen")["Size"] == reference_size(r, 0.001, 5000)
+
+
+def test_bad_settings_fail_at_start(server: Any) -> None:
+    with pytest.raises(ValueError, match="error_rate must be strictly between 0 and 1"):
+        RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_ERROR_RATE=1))
+    with pytest.raises(ValueError, match="capacity must be at least 1"):
+        RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_CAPACITY=0))
+    assert server.client().keys("*") == []
+
+
+def test_requests_seen_by_scrapy_redis_fingerprint(server: Any, protocol: int) -> None:
+    df = RFPDupeFilter.from_spider(make_spider(server, protocol))
+    assert df.server.connection_pool.connection_kwargs["protocol"] == protocol
+    assert df.request_seen(Request(URL)) is False
+    assert df.request_seen(Request(URL)) is True
+    assert df.request_seen(Request("http://shop.example/item?a=1&b=2#reviews")) is True  # canonical
+    assert df.request_seen(Request(URL, method="POST")) is False
+    assert df.request_seen(Request(URL, method="POST", body=b"q=1")) is False
+    assert df.request_seen(Request(URL, method="POST", body=b"q=1")) is True
+
+    # What the filter holds is scrapy-redis's fingerprint, as its set would.
+    fingerprint = SetDupeFilter(None, "unused").request_fingerprint(Request(URL))
+    assert re.fullmatch(r"[0-9a-f]{40}", fingerprint)
+    r = server.client(protocol)
+    assert r.execute_command("BF.MEXISTS", "shop:dupefilter", fingerprint, URL) in (
+        [1, 0],
+        [True, False],
+    )
+    assert r.execute_command("BF.CARD", "shop:dupefilter") == 3
+
+
+def test_an_existing_filter_is_left_alone(server: Any, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="redis_bf.scrapy")
+    r = server.client()
+    r.execute_command("BF.RESERVE", "shop:dupefilter", 0.01, 1000)
+    fingerprint = SetDupeFilter(None, "unused").request_fingerprint(Request(URL))
+    r.execute_command("BF.ADD", "shop:dupefilter", fingerprint)
+    before = info(r, "shop:dupefilter")
+
+    df = RFPDupeFilter.from_spider(make_spider(server))
+    assert info(r, "shop:dupefilter") == before
+    assert (
+        "Bloom filter dupefilter: resuming with shop:dupefilter (1 requests seen, capacity 1000, "
+        f"{before['Size']} bytes)" in caplog.messages
+    )
+    assert df.request_seen(Request(URL)) is True
+    assert df.request_seen(Request(URL + "&c=3")) is False
+    assert info(r, "shop:dupefilter")["Capacity"] == 1000
+
+
+def test_a_scrapy_redis_set_is_refused_with_the_migration_command(server: Any) -> None:
+    r = server.client()
+    r.sadd("shop:dupefilter", "0" * 40)
+    with pytest.raises(KeyTypeError) as raised:
+        RFPDupeFilter.from_spider(make_spider(server))
+    assert str(raised.value) == (
+        "'shop:dupefilter' holds a set, not a Bloom filter: it is a scrapy-redis fingerprint "
+        "set: convert it with `python -m redis_bf.migrate shop:dupefilter`, or delete it to "
+        "start the crawl afresh"
+    )
+    assert r.smembers("shop:dupefilter") == {b"0" * 40}
+
+
+def test_a_bit_string_is_refused(server: Any) -> None:
+    r = server.client()
+    r.setbit("shop:dupefilter", 1 << 20, 1)
+    with pytest.raises(KeyTypeError, match="scrapy-redis-bloomfilter keep; it cannot be converted"):
+        RFPDupeFilter.from_spider(make_spider(server))
+    assert r.strlen("shop:dupefilter") == (1 << 17) + 1
+
+
+def test_errors_are_raised_never_read_as_seen(server: Any, protocol: int) -> None:
+    r = server.client(protocol)
+    r.execute_command("BF.RESERVE", "shop:dupefilter", 0.01, 1, "NONSCALING")
+    df = RFPDupeFilter.from_spider(make_spider(server, protocol))
+    assert df.request_seen(Request(URL)) is False  # fills it
+    with pytest.raises(BloomFilterError, match="non scaling filter is full"):
+        df.request_seen(Request(URL + "&page=2"))
+    assert df.request_seen(Request(URL)) is True
+
+    # The key replaced under a running crawl.
+    r.delete("shop:dupefilter")
+    r.set("shop:dupefilter", "x")
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        df.request_seen(Request(URL))
+
+
+def test_a_deleted_key_is_recreated_with_the_settings(server: Any) -> None:
+    # SCHEDULER_FLUSH_ON_START deletes the key after the dupefilter opened; so may another
+    # spider's flush. The next request must not get the server's 100-item default filter.
+    spider = make_spider(
+        server,
+        DUPEFILTER_CLASS="redis_bf.scrapy.RFPDupeFilter",
+        BLOOMFILTER_CAPACITY=7000,
+        SCHEDULER_FLUSH_ON_START=True,
+    )
+    scheduler = Scheduler.from_crawler(spider.crawler)
+    scheduler.open(spider)
+    r = server.client()
+    assert r.exists("shop:dupefilter") == 0
+    assert scheduler.enqueue_request(Request(URL)) is True
+    assert scheduler.enqueue_request(Request(URL)) is False
+    assert info(r, "shop:dupefilter")["Capacity"] == 7000
+    assert info(r, "shop:dupefilter")["Number of items inserted"] == 1
+    assert spider.crawler.stats.get_value("dupefilter/filtered") == 1
+    scheduler.close("finished")  # SCHEDULER_PERSIST is False: the key goes, as with scrapy-redis
+    assert r.exists("shop:dupefilter") == 0
+
+
+def test_logging_and_the_filtered_stat(server: Any, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="redis_bf.scrapy")
+    spider = make_spider(server)
+    df = RFPDupeFilter.from_spider(spider)
+    caplog.clear()
+    first, second = Request(URL), Request(URL + "&x=1", headers={"Referer": "http://shop.example/"})
+    df.log(first, spider)
+    df.log(second, spider)
+    assert caplog.messages == [
+        f"Filtered duplicate request: {first} - no more duplicates will be shown "
+        "(see DUPEFILTER_DEBUG to show all duplicates)"
+    ]
+    assert spider.crawler.stats.get_value("dupefilter/filtered") == 2
+
+    spider = make_spider(server, DUPEFILTER_DEBUG=True)
+    df = RFPDupeFilter.from_spider(spider)
+    caplog.clear()
+    df.log(first, spider)
+    df.log(second, spider)
+    assert caplog.messages == [
+        f"Filtered duplicate request: {first} (referer: None)",
+        f"Filtered duplicate request: {second} (referer: http://shop.example/)",
+    ]
+    assert spider.crawler.stats.get_value("dupefilter/filtered") == 2
+
+
+def test_scrapy_redis_bloomfilter_settings_are_named(
+    server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_BIT=30))
+    assert (
+        "BLOOMFILTER_BIT is a scrapy-redis-bloomfilter setting: redis_bf ignores it "
+        "(set BLOOMFILTER_CAPACITY and BLOOMFILTER_ERROR_RATE)" in caplog.messages
+    )
+
+
+def test_with_scrapys_own_scheduler(server: Any) -> None:
+    # Scrapy's scheduler builds the dupefilter from the crawler, opens and closes it.
+    spider = make_spider(server, BLOOMFILTER_CAPACITY=3000)
+    df = RFPDupeFilter.from_crawler(spider.crawler)
+    assert re.fullmatch(r"dupefilter:\d+", df.key)
+    r = server.client()
+    assert r.exists(df.key) == 0
+    df.open()
+    assert info(r, df.key)["Capacity"] == 3000
+    assert df.request_seen(Request(URL)) is False
+    assert df.request_seen(Request(URL)) is True
+    df.close("finished")
+    assert r.exists(df.key) == 0

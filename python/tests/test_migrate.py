@@ -1,0 +1,235 @@
+"""python -m redis_bf.migrate: a scrapy-redis fingerprint set becomes a filter under the same key
+(SSCAN + BF.INSERT, swapped in by one script), with its progress output; spiders still adding are
+caught; a bit string is refused with advice; a crawl stopped on the set resumes on the filter."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from scrapy import Request
+from scrapy_redis.dupefilter import RFPDupeFilter as SetDupeFilter
+
+from redis_bf import FilterOptions
+from redis_bf.migrate import MigrationError, migrate_set, sibling_key
+from redis_bf.scrapy import RFPDupeFilter
+
+from conftest import PAGES, info, run_crawl
+
+KEY = "shop:dupefilter"
+TEMP = "{shop:dupefilter}:redis-bf-migrating"
+BACKUP = "{shop:dupefilter}:scrapy-redis-set"
+
+
+def fingerprint(url: str) -> str:
+    return str(SetDupeFilter(None, "unused").request_fingerprint(Request(url)))
+
+
+def fill_set(client: redis.Redis, count: int, start: int = 0) -> list[str]:
+    """The set scrapy-redis's dupefilter would hold after seeing these URLs."""
+    fingerprints = [
+        fingerprint(f"http://shop.example/item/{n}") for n in range(start, start + count)
+    ]
+    for i in range(0, len(fingerprints), 1000):
+        client.sadd(KEY, *fingerprints[i : i + 1000])
+    return fingerprints
+
+
+def migrate_command(server: Any, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "redis_bf.migrate", "--url", server.url, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def held(client: redis.Redis, items: list[str]) -> list[bool]:
+    return [bool(answer) for answer in client.execute_command("BF.MEXISTS", KEY, *items)]
+
+
+def test_a_set_becomes_a_filter_under_its_key(server: Any) -> None:
+    r = server.client()
+    fingerprints = fill_set(r, 5000)
+    done = migrate_command(server, "--batch", "1000", "--progress-interval", "0", KEY)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    lines = done.stdout.splitlines()
+    assert re.fullmatch(
+        r"shop:dupefilter: a scrapy-redis set of 5,000 fingerprints \(about [\d,]+ bytes\)",
+        lines[0],
+    )
+    assert lines[1] == f"building a Bloom filter at {TEMP} (capacity 100,000, error rate 1e-06)"
+    progress = [
+        re.fullmatch(r"  ([\d,]+) of 5,000 fingerprints copied \((\d+)%\), [\d,]+/s", line)
+        for line in lines[2:-3]
+    ]
+    assert all(progress) and len(progress) >= 2, lines
+    copied = [int(match[1].replace(",", "")) for match in progress if match]
+    assert copied == sorted(copied) and copied[-1] == 5000
+    assert re.fullmatch(
+        r"copied 5,000 fingerprints in [\d.]+ s; the filter counted 5,000 of them new", lines[-3]
+    )
+    size = info(r, KEY)["Size"]
+    assert lines[-2] == (
+        f"swapped: shop:dupefilter is now a Bloom filter (5,000 items, {size:,} bytes); "
+        "the set was freed (UNLINK)"
+    )
+    assert lines[-1] == (
+        'next: set DUPEFILTER_CLASS = "redis_bf.scrapy.RFPDupeFilter" and start the spiders again'
+    )
+
+    assert r.type(KEY) == b"MBbloom--"
+    assert r.keys("*") == [KEY.encode()]  # no temporary key, no backup left
+    assert held(r, fingerprints) == [True] * 5000
+    assert info(r, KEY)["Capacity"] == 100_000
+    assert info(r, KEY)["Number of items inserted"] == 5000
+
+    # Run again: nothing to do.
+    again = migrate_command(server, KEY)
+    assert (again.returncode, again.stdout) == (
+        0,
+        "shop:dupefilter is already a Bloom filter: nothing to do\n",
+    )
+
+
+def test_the_filter_is_sized_for_the_set_and_the_options(server: Any, protocol: int) -> None:
+    r = server.client(protocol)
+    fingerprints = fill_set(r, 3000)
+    lines: list[str] = []
+    result = migrate_set(r, KEY, FilterOptions(2000, 0.001), batch_size=500, report=lines.append)
+    assert result is not None
+    assert (result.fingerprints, result.sent, result.passes) == (3000, 3000, 1)
+    assert result.kept_set is None
+    # At 0.1% a few fingerprints may already answer "held" (false positives): not counted new.
+    assert result.new == info(r, KEY)["Number of items inserted"] >= 2990
+    assert lines[1] == f"building a Bloom filter at {TEMP} (capacity 3,000, error rate 0.001)"
+    r.execute_command("BF.RESERVE", "reference", 0.001, 3000)
+    assert info(r, KEY)["Size"] == info(r, "reference")["Size"]
+    assert held(r, fingerprints) == [True] * 3000
+
+
+def test_keep_set(server: Any) -> None:
+    r = server.client()
+    fill_set(r, 300)
+    done = migrate_command(server, "--keep-set", KEY)
+    assert done.returncode == 0, done.stderr
+    assert f"the set is kept at {BACKUP}" in done.stdout
+    assert r.type(KEY) == b"MBbloom--"
+    assert r.scard(BACKUP) == 300
+
+
+def test_spiders_still_adding_make_it_copy_again(server: Any) -> None:
+    r = server.client()
+    fingerprints = fill_set(r, 2000)
+    added: list[str] = []
+
+    def spider_adds_during_the_first_copy(line: str) -> None:
+        lines.append(line)
+        if "fingerprints copied" in line and not added:
+            added.extend(fill_set(r, 10, start=100_000))
+
+    lines: list[str] = []
+    result = migrate_set(
+        r, KEY, batch_size=500, report=spider_adds_during_the_first_copy, progress_interval=0
+    )
+    assert result is not None
+    assert (result.fingerprints, result.passes) == (2010, 2)
+    assert (
+        "the set changed during the copy (2,000 -> 2,010 fingerprints): spiders are still adding; "
+        "copying again" in lines
+    )
+    assert held(r, fingerprints + added) == [True] * 2010
+    assert info(r, KEY)["Number of items inserted"] == 2010
+
+
+def test_it_gives_up_if_the_set_keeps_changing(server: Any) -> None:
+    r = server.client()
+    fill_set(r, 1000)
+    count = iter(range(200_000, 300_000, 10))
+
+    def spider_keeps_adding(line: str) -> None:
+        if "fingerprints copied" in line:
+            fill_set(r, 1, start=next(count))
+
+    with pytest.raises(MigrationError, match=r"kept changing during 3 copies .* stop the spiders"):
+        migrate_set(r, KEY, batch_size=500, report=spider_keeps_adding, progress_interval=0)
+    assert r.type(KEY) == b"set"  # untouched but for the spider's additions
+    assert r.scard(KEY) > 1000
+    assert r.exists(TEMP, BACKUP) == 0
+
+
+def test_a_bit_string_cannot_be_converted(server: Any) -> None:
+    r = server.client()
+    r.setbit("shop:bloomfilter", (1 << 20) - 1, 1)
+    done = migrate_command(server, "shop:bloomfilter")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.startswith(
+        "error: shop:bloomfilter is a string of 131,072 bytes: the bit array of a client-side "
+        "Bloom filter, such as\nscrapy-redis-bloomfilter's (GETBIT/SETBIT). It cannot be converted"
+    )
+    assert "python -m redis_bf.migrate --urls fetched.txt <new key>" in done.stderr
+    assert r.strlen("shop:bloomfilter") == 1 << 17
+    assert r.keys("*") == [b"shop:bloomfilter"]
+
+
+def test_a_missing_key_or_another_type(server: Any) -> None:
+    done = migrate_command(server, "nothing:dupefilter")
+    assert (done.returncode, done.stdout) == (1, "")
+    assert "nothing:dupefilter does not exist: nothing to migrate" in done.stderr
+    server.client().rpush("shop:requests", "x")
+    done = migrate_command(server, "shop:requests")
+    assert done.returncode == 1
+    assert "shop:requests holds a list, not a scrapy-redis set" in done.stderr
+
+
+def test_load_urls(server: Any, tmp_path: Path) -> None:
+    urls = [f"http://shop.example/item/{n}" for n in range(100)]
+    listing = tmp_path / "fetched.txt"
+    listing.write_text(
+        "# fetched before the switch\n" + "\n".join(urls[:60]) + "\n\n" + urls[0] + "#top\n"
+    )
+    done = migrate_command(server, "--urls", str(listing), "shop:new")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "shop:new: 61 URLs loaded, 60 of them new to the filter\n"
+    df = RFPDupeFilter(server.client(), "shop:new")
+    assert [df.request_seen(Request(url)) for url in urls] == [True] * 60 + [False] * 40
+
+
+def test_sibling_keys_share_the_slot() -> None:
+    assert sibling_key("shop:dupefilter", ":x") == "{shop:dupefilter}:x"
+    assert sibling_key("{tenant}:shop:dupefilter", ":x") == "{tenant}:shop:dupefilter:x"
+    assert sibling_key("odd}key", ":x") == "odd}key:x"
+
+
+def test_a_crawl_stopped_on_a_set_resumes_on_the_filter(site: Any, server: Any) -> None:
+    r = server.client()
+    first = run_crawl(
+        site,
+        server,
+        DUPEFILTER_CLASS="scrapy_redis.dupefilter.RFPDupeFilter",
+        SCHEDULER_PERSIST=True,
+        CLOSESPIDER_PAGECOUNT=PAGES // 2,
+    )
+    assert first["finish_reason"] == "closespider_pagecount"
+    assert r.type("site:dupefilter") == b"set"
+    fingerprints = r.scard("site:dupefilter")
+    queued = r.zcard("site:requests")
+    assert fingerprints == first["harness/pages"] + queued
+
+    done = migrate_command(server, "site:dupefilter")
+    assert done.returncode == 0, done.stderr
+    assert f"copied {fingerprints:,} fingerprints" in done.stdout
+
+    second = run_crawl(site, server, SCHEDULER_PERSIST=True)
+    assert f"resuming with site:dupefilter ({fingerprints} requests seen" in second.log
+    assert site.fetched() == Counter({path: 1 for path in site.paths})
+    assert first["harness/pages"] + second["harness/pages"] == PAGES
+    assert info(r, "site:dupefilter")["Number of items inserted"] == PAGES
