@@ -479,7 +479,7 @@ fn reserve_small(conn: &mut Conn) {
     let reply = conn.call(&["BF.RESERVE", "small", "0.01", "100000"]);
     assert!(reply == Frame::ok() || reply.is_error(), "{reply:?}");
     let info = conn.call(&["BF.INFO", "small", "CAPACITY"]);
-    assert_eq!(info.int(), 100_000, "{info:?}");
+    assert_eq!(info.items()[0].int(), 100_000, "{info:?}");
 }
 
 fn batch_rows(server: &Server, rows: &mut Vec<Row>) {

@@ -151,7 +151,9 @@ impl Insert {
                 return Err(unknown(token));
             }
         };
-        if first_item >= args.len() {
+        // With AT (a windowed write as its primary propagated it, never a client's), no items is
+        // a change of time alone: expired generations dropped, the key's expiry set.
+        if first_item >= args.len() && at.is_none() {
             return Err(BfError::MissingItems);
         }
         let growth = growth_of(expansion, non_scaling, window.is_some(), defaults.growth)?;
@@ -257,7 +259,6 @@ fn add_items(
     let bytes_before = (may_grow || expiring).then(|| memory_usage(filter));
     let expired = filter.expire(now);
     stats::generations_expired(expired);
-    let expiry_before = filter.expires_at();
     let mut added_any = false;
     // Items before `end` were applied; an error stops the command at its item.
     let mut end = args.len();
@@ -285,22 +286,20 @@ fn add_items(
     if let Some(before) = bytes_before {
         stats::filter_resized(before, filter);
     }
-    let expiry = filter.expires_at();
-    // A windowed filter's key expires with its newest generation.
-    if let Some(expiry) = expiry.filter(|_| expiry != expiry_before || created.is_some()) {
-        key.expire_at(expiry);
+    // A windowed filter's key expires with its newest generation: set by every write that finds
+    // it otherwise (a new generation; a key restored without its TTL, or given another one), and
+    // then propagated like any other change.
+    let mut changed = added_any || expired > 0;
+    if let Some(expiry) = filter.expires_at() {
+        if key.expiry() != Some(expiry) {
+            key.expire_at(expiry);
+            changed = true;
+        }
     }
     stats::items_added(end - first_item);
     if let Some(err) = refused {
         if answer == Answer::One {
-            propagate(
-                call,
-                created,
-                windowed,
-                now,
-                first_item..end,
-                added_any || expired > 0,
-            );
+            propagate(call, created, windowed, now, first_item..end, changed);
             return Err(err);
         }
         call.reply_error(&err);
@@ -308,14 +307,7 @@ fn add_items(
     if answer == Answer::Each {
         call.end_array();
     }
-    propagate(
-        call,
-        created,
-        windowed,
-        now,
-        first_item..end,
-        added_any || expired > 0,
-    );
+    propagate(call, created, windowed, now, first_item..end, changed);
     if created.is_some() {
         call.notify(c"bf.reserve", 1);
     }
@@ -486,6 +478,14 @@ mod tests {
             Err(BfError::BadWindowedErrorRate)
         );
         assert_eq!(parse(&["AT", "x", "ITEMS", "a"]), Err(BfError::BadTime));
+    }
+
+    #[test]
+    fn a_replayed_change_of_time_alone_has_no_items() {
+        let parsed = parse(&["NOCREATE", "AT", "5", "ITEMS"]).unwrap();
+        assert_eq!(parsed.at, Some(5));
+        assert_eq!(parsed.first_item, 6);
+        assert_eq!(parse(&["NOCREATE", "ITEMS"]), Err(BfError::MissingItems));
     }
 
     #[test]

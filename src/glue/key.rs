@@ -122,6 +122,15 @@ impl FilterKey {
 }
 
 impl FilterKey {
+    /// When the key expires (milliseconds since the epoch), if it has a time to live (and the
+    /// server has the API).
+    pub fn expiry(&self) -> Option<u64> {
+        // SAFETY: a key open for writing that holds a value; reading a function pointer the
+        // server filled in (or left empty) at load.
+        let at = unsafe { raw::RedisModule_GetAbsExpire.map(|get| get(self.key)) }?;
+        u64::try_from(at).ok()
+    }
+
     /// Sets the key to expire at `at` (milliseconds since the epoch; a windowed filter's key
     /// expires with its last generation). A server without the API keeps no expiry.
     pub fn expire_at(&mut self, at: u64) {
