@@ -298,7 +298,7 @@ fn main() {
     let mut rows: Vec<Row> = Vec::new();
 
     // BENCH_ONLY=commands,persistence runs some sections (core, commands, batches, redisbloom,
-    // callgrind, bounded, creation, memory, persistence); all by default.
+    // callgrind, bounded, creation, memory, window, persistence); all by default.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let wanted = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
     if wanted("core") {
@@ -325,6 +325,9 @@ fn main() {
     }
     if wanted("memory") {
         memory_rows(&server, &mut rows);
+    }
+    if wanted("window") {
+        window_rows(&server, &mut rows);
     }
     if wanted("persistence") {
         persistence_rows(&server, &mut rows);
@@ -919,6 +922,122 @@ fn memory_rows(server: &Server, rows: &mut Vec<Row>) {
         pairs: Vec::new(),
     });
     conn.call(&["DEL", "mem"]);
+}
+
+/// Windowed filters against plain ones of the same capacity and error rate: what a command
+/// costs, and the memory per item in steady state (items arriving evenly for three windows) and
+/// after a burst (a window's capacity at once).
+fn window_rows(server: &Server, rows: &mut Vec<Row>) {
+    let mut conn = server.conn();
+    // Cost: 100,000 items an hour against `small` (100,000 items), both holding the keyspace.
+    reserve_small(&mut conn);
+    conn.call(&["DEL", "hourly"]);
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "hourly", "0.01", "100000", "WINDOW", "3600"]),
+        Frame::ok()
+    );
+    fill(&mut conn, "small", 100_000);
+    fill(&mut conn, "hourly", 100_000);
+    for (label, name, verb) in [
+        ("BF.ADD, 100K items an hour, items held", "bf.add", "BF.ADD"),
+        ("BF.EXISTS, the same filter", "bf.exists", "BF.EXISTS"),
+    ] {
+        let (mut mine, mut plain, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..5 {
+            let a = measure_once(
+                server,
+                name,
+                size(300_000),
+                100_000,
+                &[verb, "hourly", "item:__rand_int__"],
+            );
+            let b = measure_once(
+                server,
+                name,
+                size(300_000),
+                100_000,
+                &[verb, "small", "item:__rand_int__"],
+            );
+            mine.push(a);
+            plain.push(b);
+            pairs.push(a / b);
+        }
+        rows.push(Row {
+            group: "windowed filters against plain ones",
+            name: label.to_string(),
+            value: median(mine),
+            unit: "us",
+            target: Some(("plain filter, 100K items".into(), median(plain), 1.5)),
+            pairs,
+        });
+    }
+    conn.call(&["DEL", "hourly"]);
+
+    // Memory: `capacity` items per 4-second window.
+    let capacity = size(400_000);
+    let window = 4u64;
+    conn.call(&["DEL", "plain", "steady", "burst"]);
+    for (key, extra) in [
+        ("plain", &[][..]),
+        ("steady", &["WINDOW", "4"][..]),
+        ("burst", &["WINDOW", "4"][..]),
+    ] {
+        let mut args = vec!["BF.RESERVE", key, "0.01"];
+        let capacity = capacity.to_string();
+        args.push(&capacity);
+        args.extend(extra);
+        assert_eq!(conn.call(&args), Frame::ok());
+    }
+    fill(&mut conn, "plain", capacity);
+    fill(&mut conn, "burst", capacity);
+    // Read at once: nothing writes to it again, so its key expires within the window.
+    let burst = conn.call(&["MEMORY", "USAGE", "burst"]).int() as f64;
+    // Ten ticks a second, each adding its share of the window's capacity.
+    let ticks = window * 10;
+    let per_tick = capacity / ticks;
+    let start = std::time::Instant::now();
+    let mut next = 0u64;
+    let mut sizes = Vec::new();
+    for tick in 0..ticks * 3 {
+        let due = std::time::Duration::from_millis(tick * 100);
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+        let mut args = vec!["BF.MADD".to_string(), "steady".into()];
+        args.extend((next..next + per_tick).map(|i| format!("item:{i}")));
+        next += per_tick;
+        assert!(!conn
+            .call(&args.iter().map(String::as_str).collect::<Vec<_>>())
+            .is_error());
+        if tick >= ticks * 2 {
+            sizes.push(conn.call(&["MEMORY", "USAGE", "steady"]).int() as f64);
+        }
+    }
+    let plain = conn.call(&["MEMORY", "USAGE", "plain"]).int() as f64;
+    let steady = sizes.iter().copied().fold(0.0, f64::max);
+    let per_item = |bytes: f64| bytes / capacity as f64;
+    for (label, bytes, limit) in [
+        (
+            "MEMORY USAGE per item, windowed, items arriving evenly (most over the third window)",
+            steady,
+            2.0,
+        ),
+        (
+            "MEMORY USAGE per item, windowed, a window's items in one burst",
+            burst,
+            3.0,
+        ),
+    ] {
+        rows.push(Row {
+            group: "windowed filters against plain ones",
+            name: format!("{label}, {capacity} items per window at 1%"),
+            value: per_item(bytes),
+            unit: "bytes",
+            target: Some(("plain filter".into(), per_item(plain), limit)),
+            pairs: Vec::new(),
+        });
+    }
+    conn.call(&["DEL", "plain", "steady", "burst"]);
 }
 
 fn persistence_rows(server: &Server, rows: &mut Vec<Row>) {

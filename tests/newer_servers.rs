@@ -133,3 +133,39 @@ fn acl_rules_by_category_hold_for_the_bf_commands() {
     assert_eq!(admin.call(&["BF.EXISTS", "f", "z"]), Frame::Int(0));
     assert_eq!(admin.call(&["EXISTS", "g"]), Frame::Int(0));
 }
+
+/// Valkey keeps a clock per command (`RedisModule_CachedMicroseconds`), which windowed filters
+/// read there instead of the system clock: the same lifetimes.
+#[test]
+fn windowed_filters_keep_their_lifetimes_on_the_cached_clock() {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    let now_ms = || {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    };
+    let server = valkey();
+    let mut conn = server.conn();
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "w", "0.01", "100", "WINDOW", "2"]),
+        Frame::ok()
+    );
+    let sent = now_ms();
+    assert_eq!(conn.call(&["BF.ADD", "w", "a"]), Frame::Int(1));
+    let done = now_ms();
+    let ttl = conn.call(&["PTTL", "w"]).int();
+    assert!((1000..=2500).contains(&ttl), "PTTL {ttl}");
+    let gone = loop {
+        let asked = now_ms();
+        let held = conn.call(&["BF.EXISTS", "w", "a"]);
+        if held == Frame::Int(0) {
+            break asked;
+        }
+        assert_eq!(held, Frame::Int(1));
+        assert!(asked < done + 3000, "still held {} ms after", asked - sent);
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(gone >= sent + 2000, "forgotten {} ms after", gone - sent);
+    assert!(gone <= done + 2650, "forgotten {} ms after", gone - sent);
+}
