@@ -3,6 +3,8 @@ test in both): answers as bools, batches, creation, and errors raised, never rea
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import redis
 from redis.exceptions import ResponseError
@@ -182,3 +184,30 @@ def test_options_are_checked_before_any_command() -> None:
         FilterOptions("10", 0.01)  # type: ignore[arg-type]
     assert FilterOptions(10, 0.01).reserve_args() == [0.01, 10]
     assert FilterOptions(10, 0.01).insert_args() == ["CAPACITY", 10, "ERROR", 0.01]
+    for window in (0, -5, 315_576_001):
+        with pytest.raises(ValueError, match="window must be from 1 to 315576000 seconds"):
+            FilterOptions(10, 0.01, window)
+    for bad in (2.5, "60", True):
+        with pytest.raises(TypeError, match="window must be an int"):
+            FilterOptions(10, 0.01, bad)  # type: ignore[arg-type]
+    windowed = FilterOptions(10, 0.01, 3600)
+    assert windowed.reserve_args() == [0.01, 10, "WINDOW", 3600]
+    assert windowed.insert_args() == ["CAPACITY", 10, "ERROR", 0.01, "WINDOW", 3600]
+
+
+def test_a_windowed_filter_forgets_an_item_after_its_window(r: redis.Redis) -> None:
+    bf = BloomFilter(r, "feed", 1000, 0.01, window=1)
+    assert repr(bf) == "BloomFilter(key='feed', capacity=1000, error_rate=0.01, window=1)"
+    added = time.monotonic()
+    assert bf.add("video:1") is True
+    assert bf.add("video:1") is False  # held: not shown twice within the window
+    assert bf.add_many(["video:1", "video:2"]) == [False, True]
+    assert info(r, "feed")["Window"] == 1
+    assert info(r, "feed")["Capacity"] == 1000
+    assert 0 < r.pttl("feed") <= 1250  # the server frees it; no client action
+    while "video:1" in bf:
+        assert time.monotonic() - added < 2.0, "still held after 2 s"
+        time.sleep(0.02)
+    assert time.monotonic() - added >= 1.0
+    assert bf.add("video:1") is True  # new again after the window
+    assert bf.contains_many(["video:1", "video:3"]) == [True, False]

@@ -5,9 +5,11 @@ resumed, in RESP3 (redis-py 8's default) and RESP2."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 from conftest import PAGES, commandstats, info, run_crawl
+from website import Site
 
 # Commands a dupefilter may use; ours must only send BF.INSERT (one per request).
 DEDUP_COMMANDS = {
@@ -113,3 +115,26 @@ def test_a_crawl_on_a_scrapy_redis_set_does_not_start(site, server) -> None:  # 
         "site:dupefilter`, or delete it to start the crawl afresh" in crawl.log
     )
     assert server.client().smembers("site:dupefilter") == {b"0" * 40}
+
+
+def test_with_a_window_a_crawl_refetches_pages_only_after_it(server) -> None:  # type: ignore[no-untyped-def]
+    # A small site: a crawl takes a few seconds, well within the window.
+    window = 15
+    with Site(30) as site:
+        started = time.monotonic()
+        first = run_crawl(site, server, SCHEDULER_PERSIST=True, BLOOMFILTER_WINDOW=window)
+        assert first["harness/pages"] == 30
+        assert site.fetched() == every_page_once(site)
+        assert info(server.client(), "site:dupefilter")["Window"] == window
+
+        # Within the window: the start request is a duplicate, nothing is fetched.
+        again = run_crawl(site, server, SCHEDULER_PERSIST=True, BLOOMFILTER_WINDOW=window)
+        assert time.monotonic() - started < window, "the crawls were too slow for the test"
+        assert again["harness/pages"] in (None, 0)
+        assert site.fetched() == every_page_once(site)
+
+        # Once every request's window has passed (at most 1.25 windows): each page once more.
+        time.sleep(max(0.0, started + window * 1.25 + 1 - time.monotonic() + first.seconds))
+        later = run_crawl(site, server, SCHEDULER_PERSIST=True, BLOOMFILTER_WINDOW=window)
+        assert later["harness/pages"] == 30
+        assert site.fetched() == Counter({path: 2 for path in site.paths})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Any
 
 import pytest
@@ -79,6 +80,54 @@ def test_bad_settings_fail_at_start(server: Any) -> None:
     with pytest.raises(ValueError, match="capacity must be at least 1"):
         RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_CAPACITY=0))
     assert server.client().keys("*") == []
+
+
+def test_a_window_setting_makes_requests_new_again_after_it(
+    server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="redis_bf.scrapy")
+    df = RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_WINDOW="1"))
+    r = server.client()
+    assert df.filter.options.window == 1
+    assert info(r, "shop:dupefilter")["Window"] == 1
+    size = info(r, "shop:dupefilter")["Size"]
+    assert (
+        "Bloom filter dupefilter: created shop:dupefilter (capacity 100000, error rate 1e-06, "
+        f"window 1 s, {size} bytes)" in caplog.messages
+    )
+    scheduled = time.monotonic()
+    assert df.request_seen(Request(URL)) is False
+    assert df.request_seen(Request(URL)) is True
+    while df.request_seen(Request(URL)):
+        assert time.monotonic() - scheduled < 2.0, "still seen after 2 s"
+        time.sleep(0.05)
+    # Forgotten after the window, and just recorded again by the check that found it new.
+    assert time.monotonic() - scheduled >= 1.0
+    assert df.request_seen(Request(URL)) is True
+
+
+def test_window_settings(server: Any, caplog: pytest.LogCaptureFixture) -> None:
+    for value, window in ((None, None), (0, None), ("0", None), (3600, 3600), (86400.0, 86400)):
+        df = RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_WINDOW=value))
+        assert df.filter.options.window == window
+        assert info(server.client(), "shop:dupefilter").get("Window") == window
+        server.client().delete("shop:dupefilter")
+    for bad, message in (("week", "a number of seconds"), (1.5, "whole seconds")):
+        with pytest.raises(ValueError, match=f"BLOOMFILTER_WINDOW must be {message}"):
+            RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_WINDOW=bad))
+    with pytest.raises(ValueError, match="window must be from 1 to 315576000"):
+        RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_WINDOW=-1))
+
+    # An existing filter is used as it is, with a warning when its window is not the setting's.
+    caplog.set_level(logging.INFO, logger="redis_bf.scrapy")
+    server.client().execute_command("BF.RESERVE", "shop:dupefilter", 0.01, 1000)
+    RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_WINDOW=60))
+    assert (
+        "Bloom filter dupefilter: shop:dupefilter exists with no window, not the window of 60 s "
+        "of BLOOMFILTER_WINDOW: it is used as it is (delete it, or migrate, to change)"
+        in caplog.messages
+    )
+    assert "Window" not in info(server.client(), "shop:dupefilter")
 
 
 def test_requests_seen_by_scrapy_redis_fingerprint(server: Any, protocol: int) -> None:

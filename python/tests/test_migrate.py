@@ -115,6 +115,24 @@ def test_the_filter_is_sized_for_the_set_and_the_options(server: Any, protocol: 
     assert held(r, fingerprints) == [True] * 3000
 
 
+def test_a_set_becomes_a_windowed_filter_with_window(server: Any) -> None:
+    r = server.client()
+    fingerprints = fill_set(r, 500)
+    done = migrate_command(server, "--window", "604800", "--progress-interval", "0", KEY)
+    assert done.returncode == 0, done.stderr
+    assert (
+        f"building a Bloom filter at {TEMP} (capacity 100,000, error rate 1e-06, window 604800 s)"
+        in done.stdout
+    )
+    assert info(r, KEY)["Window"] == 604800
+    assert held(r, fingerprints) == [True] * 500
+    # Every fingerprint starts its week now: the key lives at least that long.
+    assert r.ttl(KEY) >= 604800
+    refused = migrate_command(server, "--window", "0", "other")
+    assert refused.returncode == 2
+    assert "window must be from 1 to 315576000 seconds" in refused.stderr
+
+
 def test_keep_set(server: Any) -> None:
     r = server.client()
     fill_set(r, 300)

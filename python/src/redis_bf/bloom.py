@@ -27,6 +27,7 @@ from redis.exceptions import ResponseError
 Item = bytes | str | int | float
 
 FILTER_TYPE = "MBbloom--"  # what TYPE answers for a redis-bf (or RedisBloom) filter
+MAX_WINDOW = 315_576_000  # the longest window the module takes: ten years, in seconds
 
 
 class BloomFilterError(ResponseError):
@@ -58,10 +59,15 @@ class FilterOptions:
 
     The one place that spells out the creation arguments, for ``BF.RESERVE`` and for ``BF.INSERT``:
     a new creation option is one more field here and one more pair in both lists.
+
+    ``window`` (seconds, optional) makes a windowed filter: an item is remembered for at least
+    ``window`` seconds and forgotten by 1.25 x ``window``, and ``capacity`` counts the items of one
+    window.
     """
 
     capacity: int
     error_rate: float
+    window: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.capacity, bool) or not isinstance(self.capacity, int):
@@ -70,14 +76,26 @@ class FilterOptions:
             raise ValueError(f"capacity must be at least 1, not {self.capacity}")
         if not 0.0 < float(self.error_rate) < 1.0:
             raise ValueError(f"error_rate must be strictly between 0 and 1, not {self.error_rate}")
+        if self.window is not None:
+            if isinstance(self.window, bool) or not isinstance(self.window, int):
+                raise TypeError(
+                    f"window must be an int (seconds), not {type(self.window).__name__}"
+                )
+            if not 1 <= self.window <= MAX_WINDOW:
+                raise ValueError(
+                    f"window must be from 1 to {MAX_WINDOW} seconds (ten years), not {self.window}"
+                )
+
+    def window_args(self) -> list[Any]:
+        return [] if self.window is None else ["WINDOW", self.window]
 
     def reserve_args(self) -> list[Any]:
         """``BF.RESERVE key <these>``."""
-        return [float(self.error_rate), self.capacity]
+        return [float(self.error_rate), self.capacity, *self.window_args()]
 
     def insert_args(self) -> list[Any]:
         """``BF.INSERT key <these> ITEMS ...``: applied only when the call creates the filter."""
-        return ["CAPACITY", self.capacity, "ERROR", float(self.error_rate)]
+        return ["CAPACITY", self.capacity, "ERROR", float(self.error_rate), *self.window_args()]
 
 
 def as_bool(reply: Any) -> bool:
@@ -128,14 +146,19 @@ def chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
 
 class BloomFilter:
     """A redis-bf Bloom filter at ``key``, created by the first write with ``capacity`` and
-    ``error_rate``.
+    ``error_rate`` (and ``window``, in seconds: remember each item for that long, not forever).
 
     ``add``/``add_many`` answer whether each item was new (and record it); ``item in bf`` and
     ``contains_many`` whether it may have been added (False: certainly not). Batches go
     ``batch_size`` items to a command and ``pipeline_size`` commands to a round trip.
 
     The filter scales: past ``capacity`` it adds sub-filters and keeps its false-positive rate
-    below ``error_rate``. An existing filter is used as it is (its own capacity and error rate).
+    below ``error_rate``. An existing filter is used as it is (its own capacity, error rate and
+    window).
+
+    With ``window``, an item added at t is held until at least t + window and forgotten by
+    t + 1.25 x window, after which ``add`` answers True for it again; ``capacity`` is the items
+    of one window, and the server frees old items on its own (the key expires with the last).
     """
 
     def __init__(
@@ -145,6 +168,7 @@ class BloomFilter:
         capacity: int,
         error_rate: float,
         *,
+        window: int | None = None,
         batch_size: int = 1000,
         pipeline_size: int = 16,
     ):
@@ -152,16 +176,17 @@ class BloomFilter:
             raise ValueError("batch_size and pipeline_size must be at least 1")
         self.client = client
         self.key = key
-        self.options = FilterOptions(capacity, error_rate)
+        self.options = FilterOptions(capacity, error_rate, window)
         self.batch_size = batch_size
         self.pipeline_size = pipeline_size
         # Every write: BF.INSERT key <creation options> ITEMS item [item ...].
         self._insert = ("BF.INSERT", key, *self.options.insert_args(), "ITEMS")
 
     def __repr__(self) -> str:
+        window = "" if self.options.window is None else f", window={self.options.window}"
         return (
             f"BloomFilter(key={self.key!r}, capacity={self.options.capacity}, "
-            f"error_rate={self.options.error_rate})"
+            f"error_rate={self.options.error_rate}{window})"
         )
 
     def create(self) -> bool:
@@ -209,7 +234,8 @@ class BloomFilter:
 
     def info(self) -> dict[str, Any]:
         """``BF.INFO`` as a dict: Capacity, Size, Number of filters, Number of items inserted,
-        Expansion rate. A missing key raises ``ResponseError('not found')``."""
+        Expansion rate, and Window (seconds) for a windowed filter. A missing key raises
+        ``ResponseError('not found')``."""
         return info_dict(self.client.execute_command("BF.INFO", self.key))
 
     def _batched(self, items: Iterable[Item], command: tuple[Any, ...]) -> list[bool]:

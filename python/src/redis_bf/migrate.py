@@ -28,7 +28,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
 import redis
@@ -176,11 +176,12 @@ def migrate_set(
     )
     report(
         f"building a Bloom filter at {temp} (capacity {capacity:,}, "
-        f"error rate {options.error_rate:g})"
+        f"error rate {options.error_rate:g}"
+        + (f", window {options.window} s" if options.window else "")
+        + ")"
     )
-    client.execute_command(
-        "BF.RESERVE", temp, *FilterOptions(capacity, options.error_rate).reserve_args()
-    )
+    # With a window, every fingerprint starts its window now (a set has no times).
+    client.execute_command("BF.RESERVE", temp, *replace(options, capacity=capacity).reserve_args())
 
     started = time.monotonic()
     sent = new = 0
@@ -294,7 +295,11 @@ def load_urls(
 
     options = options or FilterOptions(DEFAULT_CAPACITY, DEFAULT_ERROR_RATE)
     dupefilter = RFPDupeFilter(
-        client, key, capacity=options.capacity, error_rate=options.error_rate
+        client,
+        key,
+        capacity=options.capacity,
+        error_rate=options.error_rate,
+        window=options.window,
     )
     dupefilter.open()
 
@@ -343,6 +348,14 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         default=DEFAULT_ERROR_RATE,
         help="BLOOMFILTER_ERROR_RATE for the new filter (default: %(default)g)",
     )
+    parser.add_argument(
+        "--window",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="BLOOMFILTER_WINDOW for the new filter: a windowed filter, every fingerprint "
+        "remembered for this long from the migration on (default: no window)",
+    )
     parser.add_argument("--batch", type=int, default=1000, help="members per SSCAN and BF.INSERT")
     parser.add_argument(
         "--keep-set", action="store_true", help=f"keep the set, renamed to <key>{BACKUP_SUFFIX}"
@@ -366,7 +379,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         print(line, file=out, flush=True)
 
     try:
-        options = FilterOptions(args.capacity, args.error_rate)
+        options = FilterOptions(args.capacity, args.error_rate, args.window)
     except (TypeError, ValueError) as error:
         parser.error(str(error))
     client = redis.Redis.from_url(args.url)

@@ -18,9 +18,15 @@ Settings:
   for; the filter grows past it, so this saves memory, it does not cap the crawl.
 - ``BLOOMFILTER_ERROR_RATE`` (default 1e-6): the false-positive rate, that is the share of new
   requests wrongly taken for seen (pages never fetched), at most, at any fill.
+- ``BLOOMFILTER_WINDOW`` (seconds, default none): recrawl after a window. A request is taken for
+  seen for at least this long after it was first scheduled and forgotten by 1.25 times it, so a
+  long-running or repeated crawl (``SCHEDULER_PERSIST = True``) fetches each page again once its
+  window has passed, never twice within it; ``BLOOMFILTER_CAPACITY`` then counts the requests of
+  one window. Memory is about twice that of a filter without a window.
 
-Both apply only when the filter is created: an existing filter is used as it is, so a paused crawl
-(``SCHEDULER_PERSIST = True``) resumes with what it had seen.
+All three apply only when the filter is created: an existing filter is used as it is (a warning
+says so when its window differs from the setting), so a paused crawl resumes with what it had
+seen.
 """
 
 from __future__ import annotations
@@ -66,9 +72,10 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
         *,
         capacity: int = DEFAULT_CAPACITY,
         error_rate: float = DEFAULT_ERROR_RATE,
+        window: int | None = None,
     ) -> None:
         super().__init__(server, key, debug)
-        self.filter = BloomFilter(server, key, capacity, error_rate)
+        self.filter = BloomFilter(server, key, capacity, error_rate, window=window)
 
     @staticmethod
     def filter_settings(settings: BaseSettings) -> dict[str, Any]:
@@ -80,9 +87,12 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
                     "(set BLOOMFILTER_CAPACITY and BLOOMFILTER_ERROR_RATE)",
                     name,
                 )
+        window = settings.get("BLOOMFILTER_WINDOW")
         return {
             "capacity": settings.getint("BLOOMFILTER_CAPACITY", DEFAULT_CAPACITY),
             "error_rate": settings.getfloat("BLOOMFILTER_ERROR_RATE", DEFAULT_ERROR_RATE),
+            # Unset, None or 0: no window. A number of seconds, as an int or a whole float.
+            "window": window_seconds(window) if window not in (None, "", 0, "0") else None,
         }
 
     @classmethod
@@ -124,15 +134,26 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
         except KeyTypeError as error:
             raise _explain(error) from None
         info = self.filter.info()
+        window = f", window {options.window} s" if options.window else ""
         if created:
             self.logger.info(
-                "Bloom filter dupefilter: created %s (capacity %d, error rate %g, %d bytes)",
+                "Bloom filter dupefilter: created %s (capacity %d, error rate %g%s, %d bytes)",
                 self.key,
                 options.capacity,
                 options.error_rate,
+                window,
                 info.get("Size"),
             )
         else:
+            existing = info.get("Window")
+            if existing != options.window:
+                self.logger.warning(
+                    "Bloom filter dupefilter: %s exists with %s, not the %s of "
+                    "BLOOMFILTER_WINDOW: it is used as it is (delete it, or migrate, to change)",
+                    self.key,
+                    f"a window of {existing} s" if existing else "no window",
+                    f"window of {options.window} s" if options.window else "no window",
+                )
             self.logger.info(
                 "Bloom filter dupefilter: resuming with %s (%d requests seen, capacity %d, "
                 "%d bytes)",
@@ -163,6 +184,17 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
         crawler = getattr(spider, "crawler", None)
         if crawler is not None and crawler.stats is not None:
             crawler.stats.inc_value("dupefilter/filtered")
+
+
+def window_seconds(value: Any) -> int:
+    """``BLOOMFILTER_WINDOW`` as whole seconds: an int, or a str or float holding one."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"BLOOMFILTER_WINDOW must be a number of seconds, not {value!r}") from None
+    if not seconds.is_integer():
+        raise ValueError(f"BLOOMFILTER_WINDOW must be whole seconds, not {value!r}")
+    return int(seconds)
 
 
 def _explain(error: KeyTypeError) -> KeyTypeError:
