@@ -131,3 +131,84 @@ fn the_cache_guard_refuses_absent_ids_without_asking_the_store() {
     assert!(output.contains("a user added after loading is found at once"));
     assert_eq!(server.conn().call(&["DBSIZE"]), Frame::Int(0));
 }
+
+/// A number after `label` in the output ("fetched again after their window: 4,865 URLs").
+fn figure(output: &str, label: &str) -> u64 {
+    output
+        .split(label)
+        .nth(1)
+        .map(|rest| {
+            let digits: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == ',')
+                .filter(char::is_ascii_digit)
+                .collect();
+            digits.parse().unwrap()
+        })
+        .unwrap_or_else(|| panic!("no {label:?} in:\n{output}"))
+}
+
+#[test]
+fn the_recrawl_example_fetches_a_page_again_only_after_its_window() {
+    let server = Server::start();
+    let output = run_example(
+        "crawler_dedup",
+        "recrawl.py",
+        &[
+            "--port".into(),
+            server.port.to_string(),
+            "--urls".into(),
+            "3000".into(),
+            "--window".into(),
+            "2".into(),
+        ],
+    );
+    assert!(
+        output.contains("fetches; fetched twice within a window: 0\n"),
+        "{output}"
+    );
+    // Most URLs are discovered again after their window, and then fetched again.
+    assert!(
+        figure(&output, "fetched again after their window: ") > 1500,
+        "{output}"
+    );
+    // The whole-key TTL recipe refetches pages it had just fetched, all at once.
+    assert!(
+        figure(&output, "whole-key TTL: fetched twice within a window: ") > 0,
+        "{output}"
+    );
+    assert!(
+        figure(&output, "largest tick after the first window: windowed ")
+            < figure(&output, "whole-key TTL "),
+        "{output}"
+    );
+    assert_eq!(server.conn().call(&["DBSIZE"]), Frame::Int(0));
+}
+
+#[test]
+fn the_feed_example_never_shows_a_video_twice_within_its_window() {
+    let server = Server::start();
+    let output = run_example(
+        "feed",
+        "feed.py",
+        &[
+            "--port".into(),
+            server.port.to_string(),
+            "--users".into(),
+            "20".into(),
+            "--window".into(),
+            "2".into(),
+        ],
+    );
+    assert!(
+        output.contains("shown twice within a window: 0\n"),
+        "{output}"
+    );
+    assert!(
+        figure(&output, "shown again after their window: ") > 0,
+        "{output}"
+    );
+    // Every refresh finds ten videos not shown within the window.
+    assert_eq!(figure(&output, "videos shown: "), 20 * 30 * 10, "{output}");
+    assert_eq!(server.conn().call(&["DBSIZE"]), Frame::Int(0));
+}

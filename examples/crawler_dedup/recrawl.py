@@ -1,0 +1,109 @@
+"""Recrawl after a window: fetch each page again once it is a week old, never twice within the week.
+
+A crawler that revisits a site wants "have I fetched this URL in the last 7 days?", not "ever".
+The popular recipe puts a TTL on the whole filter key: at expiry every URL is new again, and the
+crawler refetches the whole site in one burst. A windowed filter forgets each URL on its own
+schedule instead: `BF.RESERVE key error capacity WINDOW 604800` remembers a URL at least a week
+after it was added and forgets it within a week and a quarter.
+
+Usage: python recrawl.py [--port 6379] [--urls 20000] [--window 2]
+
+The demonstration runs on a short window (seconds, not a week) and a site whose pages are
+discovered over two windows, a share of them every tenth of a window, each URL discovered many
+times. It prints, per round, how many discoveries were fetched, and shows that no URL is fetched
+twice within a window, and that each is fetched again once its window has passed. It compares
+the whole-key TTL recipe, which refetches everything at once. It deletes its keys at the end.
+"""
+
+import argparse
+import random
+import time
+
+import redis
+
+KEY = "recrawl:seen"
+TTL_KEY = "recrawl:seen-ttl"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=6379)
+    parser.add_argument("--urls", type=int, default=20000)
+    parser.add_argument("--window", type=int, default=2, help="seconds (a week: 604800)")
+    args = parser.parse_args()
+    r = redis.Redis(port=args.port)
+    r.delete(KEY, TTL_KEY)
+    window = args.window
+    # Capacity is URLs per window: here every URL may be fetched within one.
+    r.execute_command("BF.RESERVE", KEY, 0.001, args.urls, "WINDOW", window)
+
+    urls = [f"https://shop.example/item/{n}" for n in range(args.urls)]
+    rng = random.Random(7)
+    fetched_at = {}  # url -> times it was fetched (the crawler's own log, for the checks)
+    ttl_fetches = []  # fetches per tick with the whole-key TTL recipe
+    ttl_fetched_at = {}
+    ticks = 30  # three windows, ten ticks each
+    start = time.monotonic()
+    for tick in range(ticks):
+        time.sleep(max(0.0, start + tick * window / 10 - time.monotonic()))
+        # Each tick discovers a tenth of the site, each URL several times (links from many pages).
+        discovered = rng.choices(urls, k=args.urls // 10 * 3)
+        pipe = r.pipeline(transaction=False)
+        for url in discovered:
+            pipe.execute_command("BF.ADD", KEY, url)
+        sent = time.monotonic()
+        replies = pipe.execute()
+        # A fetch is logged as (before the command was sent, after its reply): the server added
+        # the URL in between.
+        now = (sent, time.monotonic())
+        for url, new in zip(discovered, replies):
+            if new:
+                fetched_at.setdefault(url, []).append(now)
+        # The TTL recipe: a plain filter whose key expires a window after it was created.
+        if not r.exists(TTL_KEY):
+            r.execute_command("BF.RESERVE", TTL_KEY, 0.001, args.urls)
+            r.expire(TTL_KEY, window)
+        sent = time.monotonic()
+        answers = r.execute_command("BF.MADD", TTL_KEY, *discovered)
+        now = (sent, time.monotonic())
+        ttl_fetches.append(sum(answers))
+        for url, new in zip(discovered, answers):
+            if new:
+                ttl_fetched_at.setdefault(url, []).append(now)
+
+    def twice_within(log):
+        # Certainly within: the second reply came less than a window after the first was sent.
+        return sum(1 for ts in log.values() for a, b in zip(ts, ts[1:]) if b[1] - a[0] < window)
+
+    times = [t[0] for ts in fetched_at.values() for t in ts]
+    refetched = sum(1 for ts in fetched_at.values() if len(ts) > 1)
+    gaps = [b[0] - a[0] for ts in fetched_at.values() for a, b in zip(ts, ts[1:])]
+    per_tick = [0] * ticks
+    for t in times:
+        per_tick[min(ticks - 1, int((t - start) / (window / 10)))] += 1
+    print(f"{len(urls):,} URLs, window {window} s, {ticks} ticks of {window / 10:g} s")
+    print(
+        f"windowed filter: {len(times):,} fetches; "
+        f"fetched twice within a window: {twice_within(fetched_at)}"
+    )
+    print(f"fetched again after their window: {refetched:,} URLs")
+    if gaps:
+        print(f"time between two fetches of a URL: {min(gaps):.2f} s to {max(gaps):.2f} s")
+    print("fetches per tick, windowed:      " + " ".join(str(n) for n in per_tick))
+    print("fetches per tick, whole-key TTL: " + " ".join(str(n) for n in ttl_fetches))
+    later = ticks // 3  # after the first window, when refetching starts
+    print(
+        f"largest tick after the first window: windowed {max(per_tick[later:]):,}, "
+        f"whole-key TTL {max(ttl_fetches[later:]):,} (the TTL recipe refetches everything "
+        "when the key expires)"
+    )
+    print(
+        f"whole-key TTL: fetched twice within a window: {twice_within(ttl_fetched_at):,} "
+        "(a URL fetched just before the key expired is fetched again just after)"
+    )
+    print(f"memory: {r.memory_usage(KEY):,} bytes; key TTL {r.pttl(KEY)} ms")
+    r.delete(KEY, TTL_KEY)
+
+
+if __name__ == "__main__":
+    main()
