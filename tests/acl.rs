@@ -1,6 +1,6 @@
 //! ACLs: the key specs each command declares let the server's key permissions hold for filters
 //! (`%R~*` reads but never writes; `~tenant:a:*` never touches another tenant's filters), and
-//! `ACL DRYRUN` agrees with what the commands do. The README's ACL recipes are these users.
+//! `ACL DRYRUN` agrees with what the commands do. The ACL recipes of docs/cluster.md are these users.
 
 mod common;
 
@@ -176,7 +176,7 @@ fn a_tenant_cannot_read_or_write_another_tenants_filters() {
     assert_eq!(auditor.call(&["BF.ADD", "tenant:a:f", "y"]), Frame::Int(1));
 }
 
-// The README's ACL recipes. On Redis 7.0 module commands belong to no ACL category (not even
+// The ACL recipes of docs/cluster.md. On Redis 7.0 module commands belong to no ACL category (not even
 // @read or @write), so the recipes name the commands.
 const CHECKER: &[&str] = &[
     "%R~*",
@@ -219,7 +219,7 @@ fn no_command_permission(command: &str) -> Frame {
 
 #[test]
 fn the_readme_acl_recipes_do_what_it_says() {
-    let readme = include_str!("../README.md");
+    let readme = include_str!("../docs/cluster.md");
     for (name, rules) in [
         ("checker", CHECKER),
         ("tenant-a", TENANT_A),
@@ -228,7 +228,10 @@ fn the_readme_acl_recipes_do_what_it_says() {
         ("restore", RESTORE),
     ] {
         let line = format!("ACL SETUSER {name} on >secret {}", rules.join(" "));
-        assert!(readme.contains(&line), "README lacks the recipe: {line}");
+        assert!(
+            readme.contains(&line),
+            "docs/cluster.md lacks the recipe: {line}"
+        );
     }
 
     let server = Server::start();

@@ -1,6 +1,7 @@
-//! The README says only what is true: every command of its 30-second tour and of its `BF.DEBUG`
-//! example is run against a real server with `redis-cli`, and the output must be the README's to
-//! the character, so the text cannot drift from the module.
+//! The docs say only what is true: every command of the README's 30-second tour and of the
+//! command reference's `BF.DEBUG` and windowed-filter examples is run against a real server with
+//! `redis-cli`, and the output must be the page's to the character, so the text cannot drift from
+//! the module.
 
 mod common;
 
@@ -73,8 +74,13 @@ fn the_30_second_tour_prints_what_the_readme_shows() {
 }
 
 #[test]
-fn the_bf_debug_example_prints_what_the_readme_shows() {
-    replay("README.md", "### BF.DEBUG key");
+fn the_bf_debug_example_prints_what_the_command_reference_shows() {
+    replay("docs/commands.md", "### BF.DEBUG key");
+}
+
+#[test]
+fn the_windowed_filter_example_prints_what_the_command_reference_shows() {
+    replay("docs/commands.md", "## Windowed filters");
 }
 
 #[test]
@@ -94,11 +100,13 @@ fn make_run_moves_to_the_next_free_port_and_names_it() {
             let _ = self.0.wait();
         }
     }
+    // The script's (and its server's) error output, for the message of a failure.
+    let errors = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/make-run-{base}.err"));
     let mut run = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/run.sh"))
         .env("BASE_PORT", base.to_string())
         .env_remove("PORT")
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&errors).expect("create the error file"))
         .spawn()
         .map(Started)
         .expect("run scripts/run.sh");
@@ -126,11 +134,17 @@ fn make_run_moves_to_the_next_free_port_and_names_it() {
         if let Ok(conn) = common::Conn::connect(port) {
             break conn;
         }
-        assert!(std::time::Instant::now() < deadline, "no server on {port}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no server on {port}; the script said {said:?}, and on stderr:\n{}",
+            std::fs::read_to_string(&errors).unwrap_or_default()
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
     assert_eq!(
         conn.call(&["BF.ADD", "seen", "hello"]),
         common::Frame::Int(1)
     );
+    drop(run);
+    let _ = std::fs::remove_file(&errors);
 }

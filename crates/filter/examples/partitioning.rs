@@ -1,4 +1,4 @@
-//! Prints the README's worked example of partitioning a set over many filters:
+//! Prints docs/cluster.md's worked example of partitioning a set over many filters:
 //! `cargo run -p bf-filter --example partitioning`.
 
 use bf_filter::sizing::{partition_example, PARTITION_EXAMPLE};

@@ -1,4 +1,4 @@
-//! Prints the README's sizing table: `cargo run -p bf-filter --example sizing_table`.
+//! Prints docs/commands.md's sizing table: `cargo run -p bf-filter --example sizing_table`.
 
 use bf_filter::sizing::{markdown_table, TABLE_CAPACITIES, TABLE_ERRORS};
 

@@ -102,7 +102,7 @@ impl Shape {
     }
 }
 
-/// Error rates (rows) and capacities (columns) of the README's sizing table.
+/// Error rates (rows) and capacities (columns) of the sizing table of docs/commands.md.
 pub const TABLE_ERRORS: [f64; 5] = [0.1, 0.01, 0.001, 0.0001, 0.00001];
 /// See [`TABLE_ERRORS`].
 pub const TABLE_CAPACITIES: [u64; 6] = [
@@ -116,7 +116,7 @@ pub const TABLE_CAPACITIES: [u64; 6] = [
 
 /// A Markdown table of what `BF.RESERVE key error capacity` costs for each error rate (rows) and
 /// capacity (columns): the bytes the new filter takes (bits and bookkeeping) and its hash count.
-/// Computed by the code that sizes real filters; the README's sizing table is this output.
+/// Computed by the code that sizes real filters; docs/commands.md's sizing table is this output.
 pub fn markdown_table(errors: &[f64], capacities: &[u64]) -> String {
     let mut table = String::from("| error rate |");
     for capacity in capacities {
@@ -143,10 +143,10 @@ pub fn markdown_table(errors: &[f64], capacities: &[u64]) -> String {
     table
 }
 
-/// The README's worked example: ten billion URLs at 0.1% over 32 partitions with 5% headroom.
+/// docs/cluster.md's worked example: ten billion URLs at 0.1% over 32 partitions with 5% headroom.
 pub const PARTITION_EXAMPLE: (u64, u64, f64, f64) = (10_000_000_000, 32, 0.05, 0.001);
 
-/// The README's worked example of partitioning one set too big for a shard over `partitions`
+/// docs/cluster.md's worked example of partitioning one set too big for a shard over `partitions`
 /// NONSCALING filters, each reserved for its share of `items` plus `headroom` (0.05 for 5%), with
 /// the arithmetic of its false-positive rate. Computed by the sizing code that builds real filters.
 pub fn partition_example(items: u64, partitions: u64, headroom: f64, error: f64) -> String {

@@ -1,28 +1,28 @@
-//! The README's sizing table and partitioning example are the output of the sizing code, not
-//! typed by hand.
+//! The sizing table (docs/commands.md) and the partitioning example (docs/cluster.md) are the
+//! output of the sizing code, not typed by hand.
 
 use bf_filter::sizing::{markdown_table, TABLE_CAPACITIES, TABLE_ERRORS};
 
 #[test]
-fn the_readme_sizing_table_is_what_the_code_computes() {
-    let readme = include_str!("../../../README.md");
+fn the_documented_sizing_table_is_what_the_code_computes() {
+    let readme = include_str!("../../../docs/commands.md");
     let table = markdown_table(&TABLE_ERRORS, &TABLE_CAPACITIES);
     assert!(
         readme.contains(&table),
-        "README.md's sizing table is stale; regenerate it with \
+        "docs/commands.md's sizing table is stale; regenerate it with \
          `cargo run -p bf-filter --example sizing_table`:\n{table}"
     );
 }
 
 #[test]
-fn the_readme_partitioning_example_is_what_the_code_computes() {
+fn the_documented_partitioning_example_is_what_the_code_computes() {
     use bf_filter::sizing::{partition_example, PARTITION_EXAMPLE};
-    let readme = include_str!("../../../README.md");
+    let readme = include_str!("../../../docs/cluster.md");
     let (items, partitions, headroom, error) = PARTITION_EXAMPLE;
     let example = partition_example(items, partitions, headroom, error);
     assert!(
         readme.contains(&example),
-        "README.md's partitioning example is stale; regenerate it with \
+        "docs/cluster.md's partitioning example is stale; regenerate it with \
          `cargo run -p bf-filter --example partitioning`:\n{example}"
     );
 }
