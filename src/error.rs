@@ -1,7 +1,7 @@
 //! Every error a command can answer, and its exact text on the wire.
 //!
 //! The `Display` of [`BfError`] is the reply line, code first (`ERR`, `WRONGTYPE`). Tests assert
-//! these texts literally; change one only together with its test and the README.
+//! these texts literally; change one only together with its test and docs/commands.md.
 
 use crate::config::SizeLimit;
 use bf_filter::window::{MAX_WINDOW_SECONDS, MIN_WINDOWED_ERROR_RATE, MIN_WINDOW_SECONDS};

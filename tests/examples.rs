@@ -1,5 +1,6 @@
-//! The examples keep working: the crawler-dedup benchmark and the cache guard run against a real
-//! server with the module, on a small scale, through the pinned redis-py.
+//! The examples keep working: the crawler-dedup benchmark, the recrawl after a window, the cache
+//! guard and the feed run against a real server with the module, on a small scale, through the
+//! pinned redis-py.
 
 mod common;
 
@@ -179,7 +180,7 @@ fn the_recrawl_example_fetches_a_page_again_only_after_its_window() {
     );
     assert!(
         figure(&output, "largest tick after the first window: windowed ")
-            < figure(&output, "whole-key TTL "),
+            < figure(&output, ", whole-key TTL "),
         "{output}"
     );
     assert_eq!(server.conn().call(&["DBSIZE"]), Frame::Int(0));

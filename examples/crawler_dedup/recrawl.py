@@ -8,9 +8,8 @@ after it was added and forgets it within a week and a quarter.
 
 Usage: python recrawl.py [--port 6379] [--urls 20000] [--window 2]
 
-The demonstration runs on a short window (seconds, not a week) and a site whose pages are
-discovered over two windows, a share of them every tenth of a window, each URL discovered many
-times. It prints, per round, how many discoveries were fetched, and shows that no URL is fetched
+The demonstration runs on a short window (seconds, not a week) for three windows: every tenth of a
+window the crawler discovers links to 30% of the site's URLs (drawn at random, so with repeats). It prints, per round, how many discoveries were fetched, and shows that no URL is fetched
 twice within a window, and that each is fetched again once its window has passed. It compares
 the whole-key TTL recipe, which refetches everything at once. It deletes its keys at the end.
 """
@@ -46,7 +45,7 @@ def main():
     start = time.monotonic()
     for tick in range(ticks):
         time.sleep(max(0.0, start + tick * window / 10 - time.monotonic()))
-        # Each tick discovers a tenth of the site, each URL several times (links from many pages).
+        # Each tick discovers links to 30% of the URLs, at random (some several times).
         discovered = rng.choices(urls, k=args.urls // 10 * 3)
         pipe = r.pipeline(transaction=False)
         for url in discovered:
@@ -55,17 +54,24 @@ def main():
         replies = pipe.execute()
         # A fetch is logged as (before the command was sent, after its reply): the server added
         # the URL in between.
-        now = (sent, time.monotonic())
+        now = (sent, time.monotonic(), tick)
         for url, new in zip(discovered, replies):
             if new:
                 fetched_at.setdefault(url, []).append(now)
-        # The TTL recipe: a plain filter whose key expires a window after it was created.
-        if not r.exists(TTL_KEY):
-            r.execute_command("BF.RESERVE", TTL_KEY, 0.001, args.urls)
-            r.expire(TTL_KEY, window)
+        # The TTL recipe: a plain filter whose key expires a window after it was created. NOCREATE:
+        # the key may expire between any two commands, and must then be made again with its TTL.
         sent = time.monotonic()
-        answers = r.execute_command("BF.MADD", TTL_KEY, *discovered)
-        now = (sent, time.monotonic())
+        try:
+            answers = r.execute_command("BF.INSERT", TTL_KEY, "NOCREATE", "ITEMS", *discovered)
+        except redis.ResponseError as error:
+            if "not found" not in str(error):
+                raise
+            pipe = r.pipeline(transaction=True)
+            pipe.execute_command("BF.RESERVE", TTL_KEY, 0.001, args.urls)
+            pipe.expire(TTL_KEY, window)
+            pipe.execute_command("BF.MADD", TTL_KEY, *discovered)
+            answers = pipe.execute()[-1]
+        now = (sent, time.monotonic(), tick)
         ttl_fetches.append(sum(answers))
         for url, new in zip(discovered, answers):
             if new:
@@ -75,12 +81,12 @@ def main():
         # Certainly within: the second reply came less than a window after the first was sent.
         return sum(1 for ts in log.values() for a, b in zip(ts, ts[1:]) if b[1] - a[0] < window)
 
-    times = [t[0] for ts in fetched_at.values() for t in ts]
+    times = [t for ts in fetched_at.values() for t in ts]
     refetched = sum(1 for ts in fetched_at.values() if len(ts) > 1)
     gaps = [b[0] - a[0] for ts in fetched_at.values() for a, b in zip(ts, ts[1:])]
     per_tick = [0] * ticks
-    for t in times:
-        per_tick[min(ticks - 1, int((t - start) / (window / 10)))] += 1
+    for _, _, tick in times:
+        per_tick[tick] += 1
     print(f"{len(urls):,} URLs, window {window} s, {ticks} ticks of {window / 10:g} s")
     print(
         f"windowed filter: {len(times):,} fetches; "

@@ -119,7 +119,7 @@ def test_a_crawl_on_a_scrapy_redis_set_does_not_start(site, server) -> None:  # 
 
 def test_with_a_window_a_crawl_refetches_pages_only_after_it(server) -> None:  # type: ignore[no-untyped-def]
     # A small site: a crawl takes a few seconds, well within the window.
-    window = 15
+    window = 25
     with Site(30) as site:
         started = time.monotonic()
         first = run_crawl(site, server, SCHEDULER_PERSIST=True, BLOOMFILTER_WINDOW=window)

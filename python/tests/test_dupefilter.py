@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -107,12 +108,26 @@ def test_a_window_setting_makes_requests_new_again_after_it(
 
 
 def test_window_settings(server: Any, caplog: pytest.LogCaptureFixture) -> None:
-    for value, window in ((None, None), (0, None), ("0", None), (3600, 3600), (86400.0, 86400)):
+    for value, window in (
+        (None, None),
+        ("", None),
+        (0, None),
+        ("0", None),
+        ("0.0", None),
+        (3600, 3600),
+        ("3600", 3600),
+        (86400.0, 86400),
+        (timedelta(days=7), 604800),
+    ):
         df = RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_WINDOW=value))
         assert df.filter.options.window == window
         assert info(server.client(), "shop:dupefilter").get("Window") == window
         server.client().delete("shop:dupefilter")
-    for bad, message in (("week", "a number of seconds"), (1.5, "whole seconds")):
+    for bad, message in (
+        ("week", "a number of seconds"),
+        (True, "a number of seconds"),
+        (1.5, "whole seconds"),
+    ):
         with pytest.raises(ValueError, match=f"BLOOMFILTER_WINDOW must be {message}"):
             RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_WINDOW=bad))
     with pytest.raises(ValueError, match="window must be from 1 to 315576000"):
@@ -128,6 +143,12 @@ def test_window_settings(server: Any, caplog: pytest.LogCaptureFixture) -> None:
         in caplog.messages
     )
     assert "Window" not in info(server.client(), "shop:dupefilter")
+    # Without the setting, any existing filter is used as it is, without a word.
+    server.client().delete("shop:dupefilter")
+    server.client().execute_command("BF.RESERVE", "shop:dupefilter", 0.01, 1000, "WINDOW", 60)
+    caplog.clear()
+    RFPDupeFilter.from_spider(make_spider(server))
+    assert not [m for m in caplog.messages if "BLOOMFILTER_WINDOW" in m]
 
 
 def test_requests_seen_by_scrapy_redis_fingerprint(server: Any, protocol: int) -> None:

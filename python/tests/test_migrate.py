@@ -128,7 +128,14 @@ def test_a_set_becomes_a_windowed_filter_with_window(server: Any) -> None:
     assert held(r, fingerprints) == [True] * 500
     # Every fingerprint starts its week now: the key lives at least that long.
     assert r.ttl(KEY) >= 604800
-    refused = migrate_command(server, "--window", "0", "other")
+    again = migrate_command(server, "--window", "60", KEY)
+    assert again.returncode == 0, again.stderr
+    assert (
+        f"{KEY} is already a Bloom filter: nothing to do\n"
+        "warning: it has a window of 604800 s, not the 60 s asked for: it stays as it is "
+        "(delete it to start afresh)\n"
+    ) == again.stdout
+    refused = migrate_command(server, "--window", "-5", "other")
     assert refused.returncode == 2
     assert "window must be from 1 to 315576000 seconds" in refused.stderr
 

@@ -291,7 +291,7 @@ fn add_items(
     // then propagated like any other change.
     let mut changed = added_any || expired > 0;
     if let Some(expiry) = filter.expires_at() {
-        if key.expiry() != Some(expiry) {
+        if key.expires_otherwise(expiry) {
             key.expire_at(expiry);
             changed = true;
         }

@@ -122,13 +122,17 @@ impl FilterKey {
 }
 
 impl FilterKey {
-    /// When the key expires (milliseconds since the epoch), if it has a time to live (and the
-    /// server has the API).
-    pub fn expiry(&self) -> Option<u64> {
+    /// True if the key does not expire at `at` (milliseconds since the epoch): it has another
+    /// time to live, or none. False on a server without the API, which cannot say (nor set one).
+    pub fn expires_otherwise(&self, at: u64) -> bool {
         // SAFETY: a key open for writing that holds a value; reading a function pointer the
         // server filled in (or left empty) at load.
-        let at = unsafe { raw::RedisModule_GetAbsExpire.map(|get| get(self.key)) }?;
-        u64::try_from(at).ok()
+        let Some(expiry) = (unsafe { raw::RedisModule_GetAbsExpire.map(|get| get(self.key)) })
+        else {
+            return false;
+        };
+        // REDISMODULE_NO_EXPIRE (-1) is no time to live.
+        u64::try_from(expiry).ok() != Some(at)
     }
 
     /// Sets the key to expire at `at` (milliseconds since the epoch; a windowed filter's key

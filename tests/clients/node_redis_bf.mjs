@@ -47,7 +47,7 @@ const full = await client.sendCommand(['BF.MADD', 'fixed', 'x', 'y', 'z']);
 assert.equal(full.length, 3);
 assert.equal(full[2].message, 'ERR non scaling filter is full');
 // bf.mAdd itself: in RESP3 the error element stays an error; in RESP2 node-redis turns every
-// element into a boolean, so the error reads as false, "seen before" (the README warns of it).
+// element into a boolean, so the error reads as false, "seen before" (docs/commands.md warns of it).
 assert.equal(await client.bf.reserve('fixed2', 0.01, 2, { NONSCALING: true }), 'OK');
 const typed = await client.bf.mAdd('fixed2', ['x', 'y', 'z']);
 assert.equal(typed.length, 3);

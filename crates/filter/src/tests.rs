@@ -259,7 +259,7 @@ fn check_non_scaling(p: f64) {
         // RedisBloom's sizing gives the optimal bit count for p but rounds the hash count up
         // (4 instead of 3.32 at 10%), so a big filter filled to exactly its capacity expects a
         // little more than p: 10.26% at 10%, 1.004% at 1%. That is the promise tested here;
-        // the README states it. Small filters have bits to spare from the rounding to 64.
+        // docs/internals.md states it. Small filters have bits to spare from the rounding to 64.
         let shape = Shape::new(capacity, p).unwrap();
         let promise = p.max(classical_rate(&shape, capacity));
         assert!(
@@ -377,7 +377,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 #[test]
 fn partitioning_by_item_hash_keeps_the_rate_of_one_partition() {
-    // The README's advice for a set too big for one shard, at a small scale: 16 NONSCALING
+    // docs/cluster.md's advice for a set too big for one shard, at a small scale: 16 NONSCALING
     // partitions, each reserved for its share plus 5%, an item routed by a hash of its own.
     let (items, partitions, p) = (160_000u64, 16u64, 0.01);
     let capacity = (items as f64 / partitions as f64 * 1.05).ceil() as u64;
@@ -409,7 +409,7 @@ fn partitioning_by_item_hash_keeps_the_rate_of_one_partition() {
     let expected = classical_rate(shape, items / partitions);
     assert!(expected < p);
     assert!(at_most(expected, routed, probes), "{routed} of {probes}");
-    // Asking every partition compounds their rates, as the README warns.
+    // Asking every partition compounds their rates, as docs/cluster.md warns.
     let asked_all = (0..probes)
         .filter(|&index| {
             let item = item(ABSENT, 0, index);

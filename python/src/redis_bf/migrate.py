@@ -34,7 +34,15 @@ from typing import Any, TextIO
 import redis
 from redis.exceptions import RedisError, ResponseError
 
-from .bloom import FILTER_TYPE, BloomFilter, BloomFilterError, FilterOptions, as_bools, decode
+from .bloom import (
+    FILTER_TYPE,
+    BloomFilter,
+    BloomFilterError,
+    FilterOptions,
+    as_bools,
+    decode,
+    info_dict,
+)
 from .defaults import DEFAULT_CAPACITY, DEFAULT_ERROR_RATE
 
 TEMP_SUFFIX = ":redis-bf-migrating"
@@ -147,6 +155,13 @@ def migrate_set(
     kind = str(decode(client.type(key)))
     if kind == FILTER_TYPE:
         report(f"{key} is already a Bloom filter: nothing to do")
+        existing = info_dict(client.execute_command("BF.INFO", key)).get("Window")
+        if options.window is not None and existing != options.window:
+            report(
+                f"warning: it has {f'a window of {existing} s' if existing else 'no window'}, "
+                f"not the {options.window} s asked for: it stays as it is (delete it to start "
+                "afresh)"
+            )
         return None
     if kind == "none":
         raise MigrationError(
@@ -354,7 +369,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         default=None,
         metavar="SECONDS",
         help="BLOOMFILTER_WINDOW for the new filter: a windowed filter, every fingerprint "
-        "remembered for this long from the migration on (default: no window)",
+        "remembered for this long from the migration on (default, or 0: no window)",
     )
     parser.add_argument("--batch", type=int, default=1000, help="members per SSCAN and BF.INSERT")
     parser.add_argument(
@@ -379,7 +394,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         print(line, file=out, flush=True)
 
     try:
-        options = FilterOptions(args.capacity, args.error_rate, args.window)
+        options = FilterOptions(args.capacity, args.error_rate, args.window or None)
     except (TypeError, ValueError) as error:
         parser.error(str(error))
     client = redis.Redis.from_url(args.url)

@@ -18,7 +18,8 @@ Settings:
   for; the filter grows past it, so this saves memory, it does not cap the crawl.
 - ``BLOOMFILTER_ERROR_RATE`` (default 1e-6): the false-positive rate, that is the share of new
   requests wrongly taken for seen (pages never fetched), at most, at any fill.
-- ``BLOOMFILTER_WINDOW`` (seconds, default none): recrawl after a window. A request is taken for
+- ``BLOOMFILTER_WINDOW`` (whole seconds or a ``timedelta``; unset or 0: none): recrawl after a
+  window. A request is taken for
   seen for at least this long after it was first scheduled and forgotten by 1.25 times it, so a
   long-running or repeated crawl (``SCHEDULER_PERSIST = True``) fetches each page again once its
   window has passed, never twice within it; ``BLOOMFILTER_CAPACITY`` then counts the requests of
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.request import referer_str
@@ -87,12 +89,10 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
                     "(set BLOOMFILTER_CAPACITY and BLOOMFILTER_ERROR_RATE)",
                     name,
                 )
-        window = settings.get("BLOOMFILTER_WINDOW")
         return {
             "capacity": settings.getint("BLOOMFILTER_CAPACITY", DEFAULT_CAPACITY),
             "error_rate": settings.getfloat("BLOOMFILTER_ERROR_RATE", DEFAULT_ERROR_RATE),
-            # Unset, None or 0: no window. A number of seconds, as an int or a whole float.
-            "window": window_seconds(window) if window not in (None, "", 0, "0") else None,
+            "window": window_seconds(settings.get("BLOOMFILTER_WINDOW")),
         }
 
     @classmethod
@@ -145,14 +145,15 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
                 info.get("Size"),
             )
         else:
+            # Only a window asked for is checked: without the setting, any filter is used as it is.
             existing = info.get("Window")
-            if existing != options.window:
+            if options.window is not None and existing != options.window:
                 self.logger.warning(
-                    "Bloom filter dupefilter: %s exists with %s, not the %s of "
+                    "Bloom filter dupefilter: %s exists with %s, not the window of %d s of "
                     "BLOOMFILTER_WINDOW: it is used as it is (delete it, or migrate, to change)",
                     self.key,
                     f"a window of {existing} s" if existing else "no window",
-                    f"window of {options.window} s" if options.window else "no window",
+                    options.window,
                 )
             self.logger.info(
                 "Bloom filter dupefilter: resuming with %s (%d requests seen, capacity %d, "
@@ -186,15 +187,24 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
             crawler.stats.inc_value("dupefilter/filtered")
 
 
-def window_seconds(value: Any) -> int:
-    """``BLOOMFILTER_WINDOW`` as whole seconds: an int, or a str or float holding one."""
+def window_seconds(value: Any) -> int | None:
+    """``BLOOMFILTER_WINDOW`` as whole seconds, or None for no window (unset, empty, or 0).
+
+    Takes an int, a float or str holding whole seconds, or a ``datetime.timedelta``.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool):
+        raise ValueError(f"BLOOMFILTER_WINDOW must be a number of seconds, not {value!r}")
     try:
         seconds = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"BLOOMFILTER_WINDOW must be a number of seconds, not {value!r}") from None
     if not seconds.is_integer():
         raise ValueError(f"BLOOMFILTER_WINDOW must be whole seconds, not {value!r}")
-    return int(seconds)
+    return int(seconds) or None
 
 
 def _explain(error: KeyTypeError) -> KeyTypeError:
