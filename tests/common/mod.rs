@@ -266,9 +266,20 @@ impl Server {
         [(2, self.conn()), (3, self.conn3())]
     }
 
-    /// Saves, stops and starts the server again from its dump.rdb, with the same options.
+    /// Saves, stops and starts the server again from its dump.rdb, with the same options. A
+    /// background save under way (a replica's full sync) is waited for: SAVE refuses to run
+    /// beside one.
     pub fn restart(&mut self) {
-        let saved = self.conn().call(&["SAVE"]);
+        let mut conn = self.conn();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let saved = loop {
+            let saved = conn.call(&["SAVE"]);
+            let busy = Frame::error("ERR Background save already in progress");
+            if saved != busy || std::time::Instant::now() > deadline {
+                break saved;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
         assert_eq!(saved, Frame::ok());
         self.kill();
         self.launch()
