@@ -208,13 +208,18 @@ fn measure(server: &Server, name: &str, requests: u64, keyspace: u64, command: &
 
 /// Adds `count` items (`item:0`...) to `key` with pipelined BF.MADD of 1,000 items each.
 fn fill(conn: &mut Conn, key: &str, count: u64) {
+    fill_named(conn, key, count, |i| format!("item:{i}"));
+}
+
+/// [`fill`] with the items named by `name`.
+fn fill_named(conn: &mut Conn, key: &str, count: u64, name: impl Fn(u64) -> String) {
     let batch = 1000;
     let mut pending = 0;
     let mut start = 0;
     while start < count {
         let end = (start + batch).min(count);
         let mut args = vec!["BF.MADD".to_string(), key.to_string()];
-        args.extend((start..end).map(|i| format!("item:{i}")));
+        args.extend((start..end).map(&name));
         conn.send(&args);
         pending += 1;
         if pending == 64 {
@@ -941,13 +946,7 @@ fn window_rows(server: &Server, rows: &mut Vec<Row>) {
         Frame::ok()
     );
     for key in ["hourly", "plain100k"] {
-        for start in (0..100_000u64).step_by(1000) {
-            let mut args = vec!["BF.MADD".to_string(), key.to_string()];
-            args.extend((start..start + 1000).map(|i| format!("item:{i:012}")));
-            assert!(!conn
-                .call(&args.iter().map(String::as_str).collect::<Vec<_>>())
-                .is_error());
-        }
+        fill_named(&mut conn, key, 100_000, |i| format!("item:{i:012}"));
     }
     for (label, name, verb) in [
         ("BF.ADD, 100K items an hour, items held", "bf.add", "BF.ADD"),

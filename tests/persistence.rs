@@ -4,7 +4,6 @@
 mod common;
 
 use common::{scandump, Conn, Frame, Options, Server};
-use std::time::{Duration, Instant};
 
 /// Replays chunks into `key` with BF.LOADCHUNK.
 fn loadchunks(conn: &mut Conn, key: &str, chunks: &[(i64, Vec<u8>)]) {
@@ -376,17 +375,6 @@ fn a_header_over_the_ceiling_is_refused() {
     assert_eq!(conn.call(&["EXISTS", "dst"]), Frame::Int(0));
 }
 
-/// Waits for a background AOF rewrite to finish.
-fn wait_for_rewrite(server: &Server) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while server.info_field("persistence", "aof_rewrite_in_progress") != "0"
-        || server.info_field("persistence", "aof_rewrite_scheduled") != "0"
-    {
-        assert!(Instant::now() < deadline, "AOF rewrite did not finish");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn an_aof_rewrite_without_rdb_preamble_rebuilds_every_filter() {
     let options = Options::default()
@@ -412,7 +400,7 @@ fn an_aof_rewrite_without_rdb_preamble_rebuilds_every_filter() {
     );
     add_many(&mut conn, "big", 1000);
     assert!(!conn.call(&["BGREWRITEAOF"]).is_error());
-    wait_for_rewrite(&server);
+    server.wait_for_aof_rewrite();
     // Writes after the rewrite go to the AOF's incremental part.
     conn.call(&["BF.MADD", "chain", "after-1", "after-2"]);
     let keys = ["chain", "fixed", "big"];

@@ -324,13 +324,7 @@ fn an_aof_rewrite_of_a_half_restored_filter_rebuilds_the_same_half() {
         conn.call(&["BGREWRITEAOF"]),
         Frame::simple("Background append only file rewriting started")
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while server.info_field("persistence", "aof_rewrite_in_progress") != "0"
-        || server.info_field("persistence", "aof_rewrite_scheduled") != "0"
-    {
-        assert!(std::time::Instant::now() < deadline, "rewrite did not end");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    server.wait_for_aof_rewrite();
     // Restarted from the rewritten AOF alone.
     server.restart_with(options);
     let mut conn = server.conn();

@@ -699,13 +699,7 @@ fn an_aof_rewrite_debug_reload_chunks_copy_and_restore_keep_generations_and_ttl(
 
     // An AOF rewrite (no RDB preamble: the module's own commands) and a restart.
     assert!(!conn.call(&["BGREWRITEAOF"]).is_error());
-    let deadline = now_ms() + 30_000;
-    while server.info_field("persistence", "aof_rewrite_in_progress") != "0"
-        || server.info_field("persistence", "aof_rewrite_scheduled") != "0"
-    {
-        assert!(now_ms() < deadline, "AOF rewrite did not finish");
-        sleep(Duration::from_millis(20));
-    }
+    server.wait_for_aof_rewrite();
     drop(conn);
     server.restart_with(options);
     let mut conn = server.conn();

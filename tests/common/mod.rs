@@ -69,7 +69,9 @@ pub struct Options {
     pub without_module: bool,
     /// Run the server under `ulimit -v` (KiB of address space), so that big allocations fail.
     pub address_space_kib: Option<u64>,
-    /// A Redis Cluster node: `cluster-enabled yes`, on a port whose bus port (+10000) is free.
+    /// A port below the kernel's ephemeral range whose bus port (+10000) is free, as a Redis
+    /// Cluster node needs (`cluster_node()` sets this). Also for a test that needs the ports next
+    /// to its server's free: in the ephemeral range any connection's local port may take them.
     pub cluster: bool,
     /// Load this module file instead of the release build.
     pub module: Option<PathBuf>,
@@ -367,6 +369,20 @@ impl Server {
             .unwrap_or_else(|| panic!("no {field} in INFO {section}"))
             .trim()
             .to_string()
+    }
+
+    /// Waits for a background AOF rewrite (BGREWRITEAOF, or one scheduled) to finish.
+    pub fn wait_for_aof_rewrite(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while self.info_field("persistence", "aof_rewrite_in_progress") != "0"
+            || self.info_field("persistence", "aof_rewrite_scheduled") != "0"
+        {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "AOF rewrite did not finish"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 }
 
