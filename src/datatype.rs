@@ -1,8 +1,8 @@
 //! The `MBbloom--` data type: how a filter is saved to and loaded from RDB (and so DUMP/RESTORE
 //! and replication), rewritten for the AOF, copied, digested, measured and freed.
 //!
-//! The stored form is `bf_filter::stored`'s, in encoding version 102 (100 and 101, from before
-//! windowed filters and the restoring state, are still read); versions 0 to 4 are RedisBloom's own
+//! The stored form is `bf_filter::stored`'s, in encoding version 103 (100 to 102, from before
+//! the restoring state, windowed filters and their parts, are still read); versions 0 to 4 are RedisBloom's own
 //! layouts (its type has the same name), read by `bf_filter::redisbloom`. This file only connects
 //! them to the server's RDB stream.
 
@@ -10,7 +10,8 @@ use crate::glue::guard::guarded;
 use bf_filter::dump;
 use bf_filter::redisbloom;
 use bf_filter::stored::{self, FieldSink, FieldSource, LoadError, Revision};
-use bf_filter::{Filter, Format, Growth};
+use bf_filter::window::Rule;
+use bf_filter::{Filter, Format, Growth, SubFilter};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 use std::os::raw::{c_char, c_int, c_void};
@@ -171,9 +172,19 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
             }
         },
     );
+    // A windowed filter from more than a window ahead of this server's clock would hold its
+    // items past their time: refused, as every loader refuses it.
+    let loaded = loaded.and_then(|filter| match &filter {
+        Filter::Windowed(windowed) => windowed
+            .check_clock(crate::glue::background::now())
+            .map(|()| filter)
+            .map_err(|err| stored::LoadError::from(err).to_string()),
+        Filter::Chain(_) => Ok(filter),
+    });
     match loaded {
         Ok(filter) => {
             crate::stats::filter_added(&filter);
+            crate::sweep::note_loaded(&filter);
             Box::into_raw(Box::new(filter)).cast()
         }
         Err(why) => {
@@ -210,9 +221,13 @@ unsafe fn rewrite(aof: *mut raw::RedisModuleIO, key: *mut raw::RedisModuleString
             bytes.len(),
         );
     };
-    emit(1, &dump::header(filter));
+    let tag = dump::dump_tag(filter);
+    emit(dump::tagged(tag, 1), &dump::header(filter));
     for (offset, chunk) in filter.loaded_chunks() {
-        emit(dump::next_iterator(offset, chunk.len()), &chunk);
+        emit(
+            dump::tagged(tag, dump::next_iterator(offset, chunk.len())),
+            &chunk,
+        );
     }
 }
 
@@ -250,31 +265,33 @@ unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void)
 /// Feeds a filter's parameters and bits to DEBUG DIGEST.
 unsafe fn digest_filter(md: *mut raw::RedisModuleDigest, filter: &Filter) {
     let add_number = |number: u64| raw::RedisModule_DigestAddLongLong.unwrap()(md, number as i64);
-    let chains: Vec<&bf_filter::Chain> = match filter {
-        Filter::Chain(chain) => vec![chain],
+    match filter {
+        Filter::Chain(chain) => digest_chain(md, chain),
         Filter::Windowed(windowed) => {
-            // A windowed filter's parameters, then each generation's slot before its chain.
+            // A windowed filter's parameters, then each generation: its slot, rule and first
+            // part's number, and each part with its expiry.
             let shape = windowed.shape();
-            add_number(2 << 32);
+            add_number(3 << 32);
             add_number(shape.window.as_seconds());
             add_number(shape.capacity);
             add_number(shape.error.to_bits());
-            windowed.generations().iter().map(|g| g.chain()).collect()
+            add_number(match shape.growth {
+                Growth::Scaling { expansion } => u64::from(expansion),
+                Growth::Fixed => 0,
+            });
+            for generation in windowed.generations() {
+                add_number(generation.slot());
+                add_number(match generation.rule() {
+                    Rule::Budget(budget) => budget,
+                    Rule::Legacy => u64::MAX,
+                });
+                add_number(u64::from(generation.first()));
+                for part in generation.parts() {
+                    add_number(part.expires_at());
+                    digest_sub_filter(md, part.filter());
+                }
+            }
         }
-    };
-    let slots: Vec<Option<u64>> = match filter {
-        Filter::Chain(_) => vec![None],
-        Filter::Windowed(windowed) => windowed
-            .generations()
-            .iter()
-            .map(|g| Some(g.slot()))
-            .collect(),
-    };
-    for (chain, slot) in chains.into_iter().zip(slots) {
-        if let Some(slot) = slot {
-            add_number(slot);
-        }
-        digest_chain(md, chain);
     }
     // A filter being restored differs from the finished one. (Filters in use digest as they
     // always did.)
@@ -298,19 +315,25 @@ unsafe fn digest_chain(md: *mut raw::RedisModuleDigest, chain: &bf_filter::Chain
         Growth::Fixed => 0,
     });
     for filter in chain.filters() {
-        let shape = filter.shape();
-        add_number(shape.capacity);
-        add_number(shape.error.to_bits());
-        add_number(u64::from(shape.hash_count));
-        add_number(shape.bits);
-        add_number(filter.items());
-        for piece in filter.bits().pieces() {
-            raw::RedisModule_DigestAddStringBuffer.unwrap()(
-                md,
-                piece.as_ptr().cast::<c_char>().cast_mut(),
-                piece.len(),
-            );
-        }
+        digest_sub_filter(md, filter);
+    }
+}
+
+/// Feeds a sub-filter's shape, items and bits to DEBUG DIGEST.
+unsafe fn digest_sub_filter(md: *mut raw::RedisModuleDigest, filter: &SubFilter) {
+    let add_number = |number: u64| raw::RedisModule_DigestAddLongLong.unwrap()(md, number as i64);
+    let shape = filter.shape();
+    add_number(shape.capacity);
+    add_number(shape.error.to_bits());
+    add_number(u64::from(shape.hash_count));
+    add_number(shape.bits);
+    add_number(filter.items());
+    for piece in filter.bits().pieces() {
+        raw::RedisModule_DigestAddStringBuffer.unwrap()(
+            md,
+            piece.as_ptr().cast::<c_char>().cast_mut(),
+            piece.len(),
+        );
     }
 }
 

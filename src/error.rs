@@ -35,6 +35,11 @@ pub enum BfError {
     MissingItems,
     /// A SCANDUMP or LOADCHUNK iterator that is no chunk's.
     BadIterator,
+    /// A SCANDUMP iterator of a dump begun before the filter changed under it (a windowed
+    /// filter's oldest parts expired, or the key holds another filter).
+    DumpChanged,
+    /// A LOADCHUNK data chunk of another dump than the one whose header made the filter.
+    ChunkOfAnotherDump,
     /// A LOADCHUNK chunk that does not fit the filter; the text says how.
     BadChunk(&'static str),
     /// A token the grammar does not know.
@@ -122,6 +127,14 @@ impl fmt::Display for BfError {
             BfError::MissingValue(name) => write!(f, "ERR option {name} needs a value"),
             BfError::MissingItems => f.write_str("ERR ITEMS and at least one item are required"),
             BfError::BadIterator => f.write_str("ERR invalid iterator"),
+            BfError::DumpChanged => f.write_str(
+                "ERR the filter changed since this dump began (its oldest items expired, or the \
+                 key holds another filter): start again at iterator 0",
+            ),
+            BfError::ChunkOfAnotherDump => f.write_str(
+                "ERR invalid chunk: it belongs to another dump than the header's (the iterator's \
+                 tag differs)",
+            ),
             BfError::BadChunk(why) => write!(f, "ERR invalid chunk: {why}"),
             BfError::UnknownArgument(token) => write!(f, "ERR unknown argument '{token}'"),
             BfError::TooLarge { bytes, limit } => write!(

@@ -12,6 +12,7 @@ mod error;
 pub mod fuzzing;
 mod glue;
 mod stats;
+mod sweep;
 
 use commands::docs;
 use datatype::BLOOM_TYPE;
@@ -105,7 +106,8 @@ fn init(ctx: *mut redis_module::raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(
     unsafe {
         redis_module::raw::RedisModule_RegisterInfoFunc.unwrap()(ctx, Some(stats::info));
     }
-    glue::command::register(ctx, COMMANDS)
+    glue::command::register(ctx, COMMANDS)?;
+    glue::background::subscribe(ctx)
 }
 
 // Inside Redis every byte goes through the server's allocator. Unit tests, and the fuzzers that

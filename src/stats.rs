@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 static FILTERS: AtomicI64 = AtomicI64::new(0);
 static WINDOWED: AtomicI64 = AtomicI64::new(0);
 static EXPIRED_GENERATIONS: AtomicU64 = AtomicU64::new(0);
+static SWEPT_PARTS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicI64 = AtomicI64::new(0);
 static ADDS: AtomicU64 = AtomicU64::new(0);
 static LOOKUPS: AtomicU64 = AtomicU64::new(0);
@@ -49,8 +50,13 @@ pub fn generations_expired(count: usize) {
     count_up(&EXPIRED_GENERATIONS, count as u64);
 }
 
-/// Adds to a counter only commands change. Commands run on the server's main thread alone, so a
-/// plain load and store (no locked read-modify-write on the hot path) cannot lose a count.
+/// The sweep dropped `count` expired parts of idle windowed filters.
+pub fn parts_swept(count: usize) {
+    count_up(&SWEPT_PARTS, count as u64);
+}
+
+/// Adds to a counter only commands (and the sweep) change. They run on the server's main thread
+/// alone, so a plain load and store (no locked read-modify-write on the hot path) cannot lose a count.
 fn count_up(counter: &AtomicU64, by: u64) {
     counter.store(counter.load(Ordering::Relaxed) + by, Ordering::Relaxed);
 }
@@ -71,13 +77,14 @@ pub fn error_replied() {
 }
 
 /// The INFO callback: section `bf`, fields `bf_filters`, `bf_windowed_filters`, `bf_bytes`,
-/// `bf_adds`, `bf_lookups`, `bf_errors`, `bf_expired_generations`.
+/// `bf_adds`, `bf_lookups`, `bf_errors`, `bf_expired_generations`, `bf_sweep_keys` (windowed keys
+/// the sweep watches) and `bf_swept_parts` (parts of idle filters it dropped).
 pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
     crate::glue::guard::guarded(std::ptr::null_mut(), "INFO", || (), || add_info(ctx));
 }
 
 fn add_info(ctx: *mut raw::RedisModuleInfoCtx) {
-    let fields: [(&std::ffi::CStr, i64); 7] = [
+    let fields: [(&std::ffi::CStr, i64); 9] = [
         (c"filters", FILTERS.load(Ordering::Relaxed)),
         (c"windowed_filters", WINDOWED.load(Ordering::Relaxed)),
         (c"bytes", BYTES.load(Ordering::Relaxed)),
@@ -88,6 +95,8 @@ fn add_info(ctx: *mut raw::RedisModuleInfoCtx) {
             c"expired_generations",
             EXPIRED_GENERATIONS.load(Ordering::Relaxed) as i64,
         ),
+        (c"sweep_keys", crate::sweep::tracked() as i64),
+        (c"swept_parts", SWEPT_PARTS.load(Ordering::Relaxed) as i64),
     ];
     // SAFETY: the server's INFO context; an empty section name means the module's own section,
     // and field names are prefixed with the module name by the server.

@@ -49,19 +49,19 @@ impl Creation {
             )?)),
             Some(window) => {
                 let shape = WindowedShape::new(self.capacity, self.error, self.growth, window)?;
-                let windowed = Windowed::new(shape);
-                if windowed.planned_size() > max_bytes {
-                    return Err(FilterError::TooLarge {
-                        bytes: windowed.planned_size(),
-                    });
+                // Created empty, but refused unless its first item's part fits the limit, as a
+                // plain filter is: a windowed filter no item can enter is no filter.
+                let bytes = Windowed::first_item_bytes(&shape)?;
+                if bytes > max_bytes {
+                    return Err(FilterError::TooLarge { bytes });
                 }
-                Ok(Filter::from(windowed))
+                Ok(Filter::from(Windowed::new(shape)))
             }
         }
     }
 
     /// The creation parameters of an existing filter's kind, for a propagated windowed write.
-    fn of_windowed(shape: &WindowedShape) -> Creation {
+    pub(crate) fn of_windowed(shape: &WindowedShape) -> Creation {
         Creation {
             capacity: shape.capacity,
             error: shape.error,
@@ -72,7 +72,7 @@ impl Creation {
 
     /// The arguments that spell it out in a propagated command: `CAPACITY c ERROR e`, the growth,
     /// and the window if any.
-    fn words(&self) -> Vec<String> {
+    pub(crate) fn words(&self) -> Vec<String> {
         let mut words = vec![
             "CAPACITY".to_string(),
             self.capacity.to_string(),
@@ -214,9 +214,7 @@ fn add_items(
     answer: Answer,
     at: Option<u64>,
 ) -> Result<(), BfError> {
-    if at.is_some() && !call.is_replay() {
-        return Err(BfError::TimeFromClient);
-    }
+    super::window::check_at(call, at)?;
     let args = call.args();
     let mut key = FilterKey::open(call, 1, Access::Write);
     let (filter, created) = match (key.entry()?, creation) {
@@ -242,9 +240,6 @@ fn add_items(
         Some(_) => at.unwrap_or_else(|| call.now()),
         None => 0,
     };
-    if answer == Answer::Each {
-        call.reply_array_open();
-    }
     let items = first_item..args.len();
     // Growth (and, for a windowed filter, dropping what expired) are the only changes of size,
     // and growth the only thing the size limit bounds: ask for the limit and measure the bytes
@@ -258,15 +253,24 @@ fn add_items(
     };
     let bytes_before = (may_grow || expiring).then(|| memory_usage(filter));
     let expired = filter.expire(now);
-    stats::generations_expired(expired);
+    stats::generations_expired(expired.generations);
     let mut added_any = false;
     // Items before `end` were applied; an error stops the command at its item.
     let mut end = args.len();
     let mut refused = None;
     let mut index = first_item;
+    // The array opens with its first element: a creation whose first item fails has replied
+    // nothing yet, and can still take its filter back.
+    let opened = std::cell::Cell::new(false);
+    let open = || {
+        if answer == Answer::Each && !opened.replace(true) {
+            call.reply_array_open();
+        }
+    };
     let mut answer_one = |result: Result<bool, FilterError>| match result {
         Ok(added) => {
             added_any |= added;
+            open();
             call.reply_bool(added);
             index += 1;
             true
@@ -286,25 +290,26 @@ fn add_items(
     if let Some(before) = bytes_before {
         stats::filter_resized(before, filter);
     }
-    // A windowed filter's key expires with its newest generation: set by every write that finds
-    // it otherwise (a new generation; a key restored without its TTL, or given another one), and
-    // then propagated like any other change.
-    let mut changed = added_any || expired > 0;
-    if let Some(expiry) = filter.expires_at() {
-        if key.expires_otherwise(expiry) {
-            key.expire_at(expiry);
-            changed = true;
-        }
+    if may_grow || expired.parts > 0 {
+        super::window::register(call, filter);
     }
     stats::items_added(end - first_item);
+    // A filter this command created and no item could enter is not left behind.
+    if created.is_some() && end == first_item {
+        key.delete();
+        return Err(refused.unwrap_or(BfError::Internal));
+    }
+    let changed = added_any || expired.parts > 0;
     if let Some(err) = refused {
         if answer == Answer::One {
             propagate(call, created, windowed, now, first_item..end, changed);
             return Err(err);
         }
+        open();
         call.reply_error(&err);
     }
     if answer == Answer::Each {
+        open();
         call.end_array();
     }
     propagate(call, created, windowed, now, first_item..end, changed);
@@ -321,8 +326,8 @@ fn add_items(
 /// its primary accepted (it skips the size limit), so items after an error must not reach it. A
 /// command that created its filter is propagated as a BF.INSERT with every parameter spelled out,
 /// so a replica or an AOF replay builds the same filter whatever its own defaults; a windowed
-/// write also carries its time (`AT`), so the replica makes the same generations at the same
-/// instants; a write that changed nothing is not propagated.
+/// write also carries its time (`AT`, see `super::window`); a write that changed nothing is not
+/// propagated.
 fn propagate(
     call: &Call,
     created: Option<Creation>,
@@ -332,9 +337,13 @@ fn propagate(
     changed: bool,
 ) {
     let all = applied.end == call.args().len();
-    let creation = match (created, windowed) {
-        (_, Some(shape)) if changed || created.is_some() => Creation::of_windowed(&shape),
-        (Some(creation), None) => creation,
+    let words = match (created, windowed) {
+        (_, Some(shape)) if changed || created.is_some() => super::window::time_change(&shape, now),
+        (Some(creation), None) => {
+            let mut words = creation.words();
+            words.push("ITEMS".to_string());
+            words
+        }
         (None, None) if changed && all => return call.replicate_verbatim(),
         (None, None) if changed => {
             let key = call.args().get(1);
@@ -342,13 +351,8 @@ fn propagate(
         }
         _ => return,
     };
-    let mut words = creation.words();
-    if windowed.is_some() {
-        words.extend(["AT".to_string(), now.to_string()]);
-    }
     let mut made: Vec<&[u8]> = vec![call.args().get(1)];
     made.extend(words.iter().map(|word| word.as_bytes()));
-    made.push(b"ITEMS");
     call.replicate(c"BF.INSERT", &made, applied);
 }
 

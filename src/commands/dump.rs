@@ -5,7 +5,10 @@ use super::{in_use, parse_whole, Args};
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
-use bf_filter::dump::{chunk_offset, header, next_iterator, Header};
+use bf_filter::dump::{
+    chunk_offset, dump_tag, header, next_iterator, split_iterator, tagged, Header,
+};
+use bf_filter::Filter;
 
 /// An iterator: a whole number.
 fn parse_iterator(token: &[u8]) -> Result<u64, BfError> {
@@ -13,21 +16,26 @@ fn parse_iterator(token: &[u8]) -> Result<u64, BfError> {
 }
 
 /// BF.SCANDUMP key iterator: `[next, chunk]`; iterator 0 gives the header, the end (and anything
-/// past it, as in RedisBloom) `[0, ""]`.
+/// past it, as in RedisBloom) `[0, ""]`. A windowed filter's iterators carry its dump tag
+/// (`bf_filter::dump`): one of a dump begun before its oldest parts expired is refused.
 pub fn scandump(call: &Call) -> Result<(), BfError> {
     let args = call.args();
     let iterator = parse_iterator(args.get(2))?;
     let key = FilterKey::open(call, 1, Access::Read);
-    let chain = key.filter()?.ok_or(BfError::NotFound)?;
-    in_use(chain)?;
+    let filter = key.filter()?.ok_or(BfError::NotFound)?;
+    in_use(filter)?;
+    let tag = dump_tag(filter);
     let (next, chunk) = if iterator == 0 {
-        (1, std::borrow::Cow::Owned(header(chain)))
-    } else if iterator > chain.dump_len() {
-        (0, std::borrow::Cow::Borrowed(&[][..]))
+        (tagged(tag, 1), std::borrow::Cow::Owned(header(filter)))
     } else {
-        let offset = iterator - 1;
-        let chunk = chain.chunk(offset).ok_or(BfError::BadIterator)?;
-        (next_iterator(offset, chunk.len()), chunk)
+        let position = position(iterator, tag).ok_or(BfError::DumpChanged)?;
+        if position > filter.dump_len() {
+            (0, std::borrow::Cow::Borrowed(&[][..]))
+        } else {
+            let offset = position - 1;
+            let chunk = filter.chunk(offset).ok_or(BfError::BadIterator)?;
+            (tagged(tag, next_iterator(offset, chunk.len())), chunk)
+        }
     };
     call.reply_array(2);
     call.reply_integer(i64::try_from(next).unwrap_or(i64::MAX));
@@ -35,16 +43,30 @@ pub fn scandump(call: &Call) -> Result<(), BfError> {
     Ok(())
 }
 
+/// The dump position an iterator names for a filter whose dumps are tagged `tag`: a chain's (tag
+/// 0) is the iterator itself; a windowed filter's must carry its tag, or none (a dump written by
+/// the first release, in an AOF file). `None` for another tag.
+fn position(iterator: u64, tag: u64) -> Option<u64> {
+    if tag == 0 {
+        return Some(iterator);
+    }
+    match split_iterator(iterator) {
+        (given, position) if given == tag || given == 0 => Some(position),
+        _ => None,
+    }
+}
+
 /// BF.LOADCHUNK key iterator data: rebuilds a filter from BF.SCANDUMP's chunks, in order. The
-/// header (iterator 1) creates the filter in the restoring state, the data chunks fill it, each
-/// exactly once and in order, and the last one puts it in use; each is checked whole before
-/// anything is allocated or written. A filter in use takes no chunk.
+/// header (iterator 1, with a windowed filter's tag) creates the filter in the restoring state,
+/// the data chunks fill it, each exactly once and in order, and the last one puts it in use; each
+/// is checked whole before anything is allocated or written. A filter in use takes no chunk.
 pub fn loadchunk(call: &Call) -> Result<(), BfError> {
     let args = call.args();
     let iterator = parse_iterator(args.get(2))?;
     let data = args.get(3);
     let mut key = FilterKey::open(call, 1, Access::Write);
-    if iterator == 1 {
+    let (given, position) = split_iterator(iterator);
+    if position == 1 {
         if key.filter()?.is_some() {
             return Err(BfError::ItemExists);
         }
@@ -57,21 +79,37 @@ pub fn loadchunk(call: &Call) -> Result<(), BfError> {
         let filter = header
             .into_filter()
             .map_err(|err| BfError::from_filter(err, &limit))?;
-        let expiry = filter.expires_at();
-        key.create(filter)?;
-        // A windowed filter's key expires with its newest generation, as where it came from.
-        if let Some(expiry) = expiry {
-            key.expire_at(expiry);
+        if given != 0 && given != dump_tag(&filter) {
+            return Err(BfError::ChunkOfAnotherDump);
         }
+        // A filter from further ahead than a window would hold its items past their time. (A
+        // primary or the AOF is obeyed: its own server checked the chunk when it took it.)
+        if let Filter::Windowed(windowed) = &filter {
+            if !call.is_replay() {
+                windowed
+                    .check_clock(call.now())
+                    .map_err(BfError::from_chunk)?;
+            }
+        }
+        key.create(filter)?;
     } else {
-        let chain = key.filter_mut()?.ok_or(BfError::NotFound)?;
-        let offset = chunk_offset(iterator, data.len()).ok_or(BfError::BadIterator)?;
-        chain
+        let filter = key.filter_mut()?.ok_or(BfError::NotFound)?;
+        let position = position_for_chunk(iterator, dump_tag(filter))?;
+        let offset = chunk_offset(position, data.len()).ok_or(BfError::BadIterator)?;
+        filter
             .load_chunk(offset, data)
             .map_err(BfError::from_chunk)?;
+        if filter.restoring().is_none() {
+            super::window::register(call, filter);
+        }
     }
     call.reply_ok();
     call.replicate_verbatim();
     call.notify(c"bf.loadchunk", 1);
     Ok(())
+}
+
+/// [`position`] for a data chunk: another dump's tag is [`BfError::ChunkOfAnotherDump`].
+fn position_for_chunk(iterator: u64, tag: u64) -> Result<u64, BfError> {
+    position(iterator, tag).ok_or(BfError::ChunkOfAnotherDump)
 }

@@ -163,7 +163,9 @@ pub fn debug(call: &Call) -> Result<(), BfError> {
 /// rate, as C's %g>`. `hashwidth` is 32 for a filter imported from RedisBloom's first releases
 /// (32-bit MurmurHash2), 64 otherwise (this module's xxh3-128, or RedisBloom's MurmurHash64A).
 /// A windowed filter (this module's own) puts `generation from:<ms> until:<ms> size:<items>`
-/// before each live generation's sub-filters: the slot it took items in, and when it expires.
+/// before each live generation's sub-filters (the slot it took items in, when its last part
+/// expires, the items of its live parts), and each of its sub-filter lines ends with
+/// ` until:<ms>`, when that part expires.
 pub fn debug_lines(filter: &Filter, now: u64) -> Vec<String> {
     let width = match filter.hashing() {
         Hashing::Xxh3 | Hashing::Murmur64 => 64,
@@ -187,13 +189,17 @@ pub fn debug_lines(filter: &Filter, now: u64) -> Vec<String> {
         Filter::Windowed(windowed) => {
             let shape = windowed.shape();
             for generation in windowed.live(now) {
+                let live: Vec<_> = generation.live_parts(now).collect();
+                let items: u64 = live.iter().map(|part| part.filter().items()).sum();
                 lines.push(format!(
-                    "generation from:{} until:{} size:{}",
-                    generation.slot() * shape.window.slot_millis(),
-                    shape.expiry(generation.slot()),
-                    generation.chain().items()
+                    "generation from:{} until:{} size:{items}",
+                    shape.slot_start(generation.slot()),
+                    generation.expires_at(),
                 ));
-                lines.extend(generation.chain().filters().iter().map(line));
+                lines
+                    .extend(live.iter().map(|part| {
+                        format!("{} until:{}", line(part.filter()), part.expires_at())
+                    }));
             }
         }
     }

@@ -7,6 +7,7 @@ pub mod dump;
 pub mod exists;
 pub mod info;
 pub mod reserve;
+pub mod window;
 
 use crate::error::{quote_token, BfError};
 use crate::glue::call::Call;

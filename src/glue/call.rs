@@ -2,6 +2,7 @@
 //! The only place command code meets the reply half of the module API.
 
 use crate::commands::Args;
+
 use crate::config::SizeLimit;
 use crate::error::BfError;
 use redis_module::raw;
@@ -80,6 +81,11 @@ impl<'a> Call<'a> {
     /// The arguments, as bytes.
     pub fn args(&self) -> RedisArgs<'a> {
         RedisArgs { argv: self.argv }
+    }
+
+    /// The key's name: argument 1.
+    pub fn args_key(&self) -> &'a [u8] {
+        self.args().get(1)
     }
 
     /// The argument at `index` as the server's own string (to open it as a key).

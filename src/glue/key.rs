@@ -17,6 +17,9 @@ pub enum Access {
 /// An open key; closed when dropped.
 pub struct FilterKey {
     key: *mut raw::RedisModuleKey,
+    /// The key's name, when this module made the string (a key opened by name, outside a
+    /// command): freed after the key is closed.
+    name: Option<*mut raw::RedisModuleString>,
 }
 
 /// What an open key holds, for a command that may create a filter: the filter, or the room for
@@ -39,17 +42,45 @@ impl<'k> Vacant<'k> {
 impl FilterKey {
     /// Opens the key named by argument `index` of the call.
     pub fn open(call: &Call, index: usize, access: Access) -> FilterKey {
-        let mode = match access {
-            Access::Read => raw::REDISMODULE_READ,
-            Access::Write => raw::REDISMODULE_READ | raw::REDISMODULE_WRITE,
-        };
         // SAFETY: the context and the argument string are valid for the whole call, and the key
         // is closed (by Drop) before the call returns.
-        let key = unsafe {
-            raw::RedisModule_OpenKey.unwrap()(call.ctx(), call.arg_string(index), mode as c_int)
-                .cast::<raw::RedisModuleKey>()
+        let key = unsafe { open_key(call.ctx(), call.arg_string(index), mode(access)) };
+        FilterKey { key, name: None }
+    }
+
+    /// Opens the key `name` of the context's selected database, outside a command (the sweep, an
+    /// event), without touching its LRU/LFU idle time.
+    ///
+    /// # Safety
+    /// `ctx` must be a valid context for as long as the key is open.
+    pub unsafe fn open_name(
+        ctx: *mut raw::RedisModuleCtx,
+        name: &[u8],
+        access: Access,
+    ) -> FilterKey {
+        // SAFETY: a valid buffer; the string is freed by Drop, after the key is closed.
+        let string = unsafe {
+            raw::RedisModule_CreateString.unwrap()(
+                std::ptr::null_mut(),
+                name.as_ptr().cast(),
+                name.len(),
+            )
         };
-        FilterKey { key }
+        let mode = mode(access) | raw::REDISMODULE_OPEN_KEY_NOTOUCH;
+        // SAFETY: the caller's context, and the string just made.
+        let key = unsafe { open_key(ctx, string, mode) };
+        FilterKey {
+            key,
+            name: Some(string),
+        }
+    }
+
+    /// Deletes the key (open for writing): a filter that a failed command created must not stay.
+    pub fn delete(&mut self) {
+        if !self.key.is_null() {
+            // SAFETY: a key open for writing, not yet closed.
+            unsafe { raw::RedisModule_DeleteKey.unwrap()(self.key) };
+        }
     }
 
     /// The value's pointer if the key holds a filter, `None` if it is empty, WRONGTYPE otherwise.
@@ -121,30 +152,26 @@ impl FilterKey {
     }
 }
 
-impl FilterKey {
-    /// True if the key does not expire at `at` (milliseconds since the epoch): it has another
-    /// time to live, or none. False on a server without the API, which cannot say (nor set one).
-    pub fn expires_otherwise(&self, at: u64) -> bool {
-        // SAFETY: a key open for writing that holds a value; reading a function pointer the
-        // server filled in (or left empty) at load.
-        let Some(expiry) = (unsafe { raw::RedisModule_GetAbsExpire.map(|get| get(self.key)) })
-        else {
-            return false;
-        };
-        // REDISMODULE_NO_EXPIRE (-1) is no time to live.
-        u64::try_from(expiry).ok() != Some(at)
+/// The open mode of an access.
+fn mode(access: Access) -> u32 {
+    match access {
+        Access::Read => raw::REDISMODULE_READ,
+        Access::Write => raw::REDISMODULE_READ | raw::REDISMODULE_WRITE,
     }
+}
 
-    /// Sets the key to expire at `at` (milliseconds since the epoch; a windowed filter's key
-    /// expires with its last generation). A server without the API keeps no expiry.
-    pub fn expire_at(&mut self, at: u64) {
-        // SAFETY: a key open for writing that holds a value; reading a function pointer the
-        // server filled in (or left empty) at load.
-        unsafe {
-            if let Some(set) = raw::RedisModule_SetAbsExpire {
-                set(self.key, i64::try_from(at).unwrap_or(i64::MAX));
-            }
-        }
+/// RedisModule_OpenKey.
+///
+/// # Safety
+/// A valid context and key name, and a mode the server takes.
+unsafe fn open_key(
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    mode: u32,
+) -> *mut raw::RedisModuleKey {
+    // SAFETY: as the caller promises.
+    unsafe {
+        raw::RedisModule_OpenKey.unwrap()(ctx, name, mode as c_int).cast::<raw::RedisModuleKey>()
     }
 }
 
@@ -153,6 +180,10 @@ impl Drop for FilterKey {
         if !self.key.is_null() {
             // SAFETY: opened by `open`, closed once.
             unsafe { raw::RedisModule_CloseKey.unwrap()(self.key) };
+        }
+        if let Some(name) = self.name.take() {
+            // SAFETY: made by `open_name` without a context, freed once, after the key.
+            unsafe { raw::RedisModule_FreeString.unwrap()(std::ptr::null_mut(), name) };
         }
     }
 }

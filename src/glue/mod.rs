@@ -4,6 +4,7 @@
 
 #[cfg(not(any(test, feature = "standalone")))]
 pub mod alloc;
+pub mod background;
 pub mod call;
 pub mod command;
 pub mod guard;

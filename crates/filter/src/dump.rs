@@ -14,25 +14,40 @@
 //! n times  u64 capacity, f64 error rate, u32 hash count, u64 bits, u64 items  (36 bytes)
 //! ```
 //!
-//! and of a windowed filter (`crate::window`), whose generations all use hash family 0:
+//! and of a windowed filter (`crate::window`), whose parts all use hash family 0:
 //!
 //! ```text
 //! 8 bytes  magic "redis-bf"
-//! u32      format version 2
+//! u32      format version 3
 //! u64      window, seconds
 //! u64      capacity (items per window)
 //! f64      error rate
 //! u32      expansion (0: NONSCALING)
-//! u32      number of generations, g >= 0
-//! g times  u64 slot, u32 number of sub-filters n >= 1, n entries as above
+//! u32      number of generations, 0 to 5
+//! per generation: u64 slot, u32 rule (0: sized by its budget, 1: the first release's),
+//!          u64 budget, u32 number of its first part, u32 number of parts n >= 1,
+//!          n times an entry as above and u64 its expiry (milliseconds since the epoch)
 //! ```
 //!
-//! The data is every sub-filter's bit array, oldest first (a windowed filter's generation by
-//! generation), concatenated: the *dump bytes*. It is cut into chunks that start where a
+//! (Version 2, written by the first release of windowed filters, has per generation a u64 slot,
+//! a u32 sub-filter count and the entries: generations that expire whole. It is still read.)
+//!
+//! The data is every sub-filter's bit array, oldest first (a windowed filter's part by part,
+//! generation by generation), concatenated: the *dump bytes*. It is cut into chunks that start where a
 //! sub-filter starts and every [`CHUNK_BYTES`] after that, so that no chunk spans two sub-filters
 //! or passes 16 MiB. Iterators follow RedisBloom's arithmetic: the header comes with iterator 1; a
 //! chunk at offset `o` of length `len` comes with `o + len + 1`, and `BF.LOADCHUNK` recovers the
 //! offset as `iterator - len - 1`.
+//!
+//! A windowed filter drops its oldest parts as they expire, and every later offset then moves: a
+//! dump of one taken across such a drop would load short. So the iterators of a windowed
+//! filter's dump carry a *tag* in bits 48 to 62, drawn from its oldest part (its slot and
+//! number): SCANDUMP refuses an iterator whose tag is not the filter's own (it changed since the
+//! dump began), and LOADCHUNK one whose tag is not the restoring filter's (a chunk of another
+//! dump). Parts added at the end move no offset: the copy is the filter as the header described
+//! it, with the bits set since in the parts it had then. A chain only ever grows at its end, so
+//! its iterators are RedisBloom's, untagged (tag 0, which LOADCHUNK also takes for a windowed
+//! filter: AOF files of the first release).
 //!
 //! `BF.LOADCHUNK` also takes RedisBloom's own dumps (`crate::redisbloom`): its header, then data
 //! chunks of any length within one sub-filter (older releases cut at 10 MiB).
@@ -52,7 +67,10 @@ use crate::filter::Filter;
 use crate::reader::Reader;
 use crate::redisbloom::{check_stored_link, DumpHeader, RedisBloomOptions};
 use crate::sub_filter::check_stored;
-use crate::window::{check_generation_shape, Generation, Window, Windowed, WindowedShape};
+use crate::window::{
+    check_generations, Generation, Outline, Part, Rule, Window, Windowed, WindowedShape,
+    MAX_GENERATIONS,
+};
 use crate::{Chain, FilterError, Growth, Shape, SubFilter};
 use std::borrow::Cow;
 use std::num::NonZeroU64;
@@ -61,8 +79,10 @@ use std::num::NonZeroU64;
 pub const MAGIC: [u8; 8] = *b"redis-bf";
 /// The header layout of a chain.
 pub const FORMAT_VERSION: u32 = 1;
+/// The header layout of a windowed filter of the first release (still read).
+pub const FIRST_WINDOWED_FORMAT_VERSION: u32 = 2;
 /// The header layout of a windowed filter.
-pub const WINDOWED_FORMAT_VERSION: u32 = 2;
+pub const WINDOWED_FORMAT_VERSION: u32 = 3;
 /// Hash family 0: xxh3-128 and the probe sequence of `crate::hash`.
 pub const HASH_FAMILY_XXH3: u32 = 0;
 /// Hash family 1: RedisBloom's, as an imported filter keeps it.
@@ -71,6 +91,44 @@ pub const HASH_FAMILY_REDISBLOOM: u32 = 1;
 pub const CHUNK_BYTES: u64 = MAX_PIECE_BYTES as u64;
 
 const ENTRY_LEN: usize = 8 + 8 + 4 + 8 + 8;
+/// A windowed filter's part: an entry and its expiry.
+const PART_LEN: usize = ENTRY_LEN + 8;
+
+/// The bit where the tag of a windowed filter's dump iterators starts.
+const TAG_SHIFT: u32 = 48;
+/// The positions an iterator of a tagged dump can name (below the tag).
+const POSITION_MASK: u64 = (1 << TAG_SHIFT) - 1;
+
+/// The tag of a filter's dump iterators: 0 for a chain; for a windowed filter, 1 to 32767, drawn
+/// from its oldest part (see the module documentation).
+pub fn dump_tag(filter: &Filter) -> u64 {
+    let Filter::Windowed(windowed) = filter else {
+        return 0;
+    };
+    let identity = match windowed.generations().first() {
+        Some(oldest) => oldest
+            .slot()
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(u64::from(oldest.first())),
+        None => u64::MAX,
+    };
+    1 + (identity ^ (identity >> 29)) % 32767
+}
+
+/// The iterator of a dump tagged `tag` at `position` (a chain's: the position itself).
+pub fn tagged(tag: u64, position: u64) -> u64 {
+    tag << TAG_SHIFT | position
+}
+
+/// An iterator's tag and position. Untagged (a chain's, or a dump of the first release): tag 0
+/// and the whole number.
+pub fn split_iterator(iterator: u64) -> (u64, u64) {
+    if iterator >> TAG_SHIFT == 0 {
+        (0, iterator)
+    } else {
+        (iterator >> TAG_SHIFT, iterator & POSITION_MASK)
+    }
+}
 
 /// The header chunk of a filter's dump.
 pub fn header(filter: &Filter) -> Vec<u8> {
@@ -136,9 +194,18 @@ fn windowed_header(windowed: &Windowed) -> Vec<u8> {
     out.extend_from_slice(&(windowed.generations().len() as u32).to_le_bytes());
     for generation in windowed.generations() {
         out.extend_from_slice(&generation.slot().to_le_bytes());
-        let filters = generation.chain().filters();
-        out.extend_from_slice(&(filters.len() as u32).to_le_bytes());
-        push_entries(&mut out, filters);
+        let (rule, budget) = match generation.rule() {
+            Rule::Budget(budget) => (0u32, budget),
+            Rule::Legacy => (1u32, 0),
+        };
+        out.extend_from_slice(&rule.to_le_bytes());
+        out.extend_from_slice(&budget.to_le_bytes());
+        out.extend_from_slice(&generation.first().to_le_bytes());
+        out.extend_from_slice(&(generation.parts().len() as u32).to_le_bytes());
+        for part in generation.parts() {
+            push_entries(&mut out, std::slice::from_ref(part.filter()));
+            out.extend_from_slice(&part.expires_at().to_le_bytes());
+        }
     }
     out
 }
@@ -157,8 +224,7 @@ enum Described {
     },
     Windowed {
         shape: WindowedShape,
-        /// Each generation's slot and sub-filters.
-        generations: Vec<(u64, Vec<(Shape, u64)>)>,
+        generations: Vec<Outline>,
     },
 }
 
@@ -213,6 +279,7 @@ impl Header {
         reader.take::<8>()?;
         match reader.u32()? {
             FORMAT_VERSION => Header::parse_chain(reader),
+            FIRST_WINDOWED_FORMAT_VERSION => Header::parse_first_windowed(reader),
             WINDOWED_FORMAT_VERSION => Header::parse_windowed(reader),
             _ => Err(FilterError::Corrupt("unknown dump format version")),
         }
@@ -278,39 +345,135 @@ impl Header {
         }))
     }
 
-    fn parse_windowed(mut reader: Reader) -> Result<Header, FilterError> {
+    /// A windowed filter's parameters and generation count (at most five), as `make` checks
+    /// them.
+    fn windowed_fields(
+        reader: &mut Reader,
+        make: fn(u64, f64, Growth, Window) -> Result<WindowedShape, FilterError>,
+    ) -> Result<(WindowedShape, usize), FilterError> {
         let window = Window::seconds(reader.u64()?)
             .map_err(|_| FilterError::Corrupt("window out of range"))?;
         let capacity = reader.u64()?;
         let error = reader.f64()?;
         let growth = growth_field(reader.u32()?)?;
-        let shape = WindowedShape::new(capacity, error, growth, window)
+        let shape = make(capacity, error, growth, window)
             .map_err(|_| FilterError::Corrupt("windowed filter's capacity or error rate"))?;
         let count = reader.u32()? as usize;
-        // A generation takes at least 12 + 36 bytes: the count justifies no more than that.
-        let mut generations: Vec<(u64, Vec<(Shape, u64)>)> =
-            Vec::with_capacity(count.min(reader.remaining() / (12 + ENTRY_LEN)));
+        if count > MAX_GENERATIONS {
+            return Err(FilterError::Corrupt(
+                "more generations than a windowed filter keeps (5)",
+            ));
+        }
+        Ok((shape, count))
+    }
+
+    /// Version 3: generations of parts, each checked against its generation's sizing here, and
+    /// the whole against what a windowed filter can hold (`window::check_generations`) when it
+    /// is built.
+    fn parse_windowed(mut reader: Reader) -> Result<Header, FilterError> {
+        let (shape, count) = Header::windowed_fields(&mut reader, WindowedShape::new)?;
+        let mut generations = Vec::with_capacity(count);
         for _ in 0..count {
             let slot = reader.u64()?;
-            if generations.last().is_some_and(|(older, _)| *older >= slot)
-                || shape.expiry(slot) == u64::MAX
-            {
-                return Err(FilterError::Corrupt("generations out of order"));
+            let rule = match (reader.u32()?, reader.u64()?) {
+                (0, budget) => Rule::Budget(budget),
+                (1, 0) => Rule::Legacy,
+                _ => return Err(FilterError::Corrupt("unknown generation rule")),
+            };
+            let first = reader.u32()?;
+            let count = reader.u32()? as usize;
+            if count == 0 {
+                return Err(FilterError::Corrupt("a generation without sub-filters"));
             }
-            let filters = reader.u32()? as usize;
-            if filters == 0 {
-                return Err(FilterError::Corrupt("no sub-filters"));
+            if reader.remaining() < count.saturating_mul(PART_LEN) {
+                return Err(FilterError::Corrupt(
+                    "header length does not match its parts",
+                ));
             }
-            let filters = native_entries(&mut reader, filters, growth)?;
-            check_generation_shape(&shape, &filters[0].0)?;
-            generations.push((slot, filters));
+            let mut parts = Vec::with_capacity(count);
+            for position in 0..count {
+                let index = u32::try_from(first as usize + position)
+                    .map_err(|_| FilterError::Corrupt("a part number out of range"))?;
+                let expected = shape.part_shape(rule, index).map_err(|_| {
+                    FilterError::Corrupt("a part past what its generation can grow")
+                })?;
+                let stored = Shape {
+                    capacity: reader.u64()?,
+                    error: reader.f64()?,
+                    hash_count: reader.u32()?,
+                    bits: reader.u64()?,
+                };
+                let items = reader.u64()?;
+                let expiry = reader.u64()?;
+                if stored.capacity != expected.capacity
+                    || stored.error.to_bits() != expected.error.to_bits()
+                    || stored.hash_count != expected.hash_count
+                    || stored.bits != expected.bits
+                {
+                    return Err(FilterError::Corrupt(
+                        "a part not sized as its generation sizes it",
+                    ));
+                }
+                check_stored(&expected, items)?;
+                parts.push((expected, items, expiry));
+            }
+            generations.push(Outline {
+                slot,
+                rule,
+                first,
+                parts,
+            });
         }
         if reader.remaining() != 0 {
             return Err(FilterError::Corrupt(
                 "header length does not match its generations",
             ));
         }
-        Ok(Header(Described::Windowed { shape, generations }))
+        let header = Header(Described::Windowed { shape, generations });
+        // Every check but the bits: the order, span and expiry of the generations.
+        header.generations_only()?;
+        Ok(header)
+    }
+
+    /// Version 2 (the first release): a slot and a chain per generation, which becomes a
+    /// generation of the first release's sizing that expires whole.
+    fn parse_first_windowed(mut reader: Reader) -> Result<Header, FilterError> {
+        let (shape, count) = Header::windowed_fields(&mut reader, WindowedShape::legacy)?;
+        let mut generations = Vec::with_capacity(count);
+        for _ in 0..count {
+            let slot = reader.u64()?;
+            let filters = reader.u32()? as usize;
+            if filters == 0 {
+                return Err(FilterError::Corrupt("no sub-filters"));
+            }
+            let filters = native_entries(&mut reader, filters, shape.growth)?;
+            let expiry = shape.expiry(slot);
+            generations.push(Outline {
+                slot,
+                rule: Rule::Legacy,
+                first: 0,
+                parts: filters
+                    .into_iter()
+                    .map(|(shape, items)| (shape, items, expiry))
+                    .collect(),
+            });
+        }
+        if reader.remaining() != 0 {
+            return Err(FilterError::Corrupt(
+                "header length does not match its generations",
+            ));
+        }
+        let header = Header(Described::Windowed { shape, generations });
+        header.generations_only()?;
+        Ok(header)
+    }
+
+    /// Checks a windowed header's generations as a filter's (on their outlines: no bits).
+    fn generations_only(&self) -> Result<(), FilterError> {
+        match &self.0 {
+            Described::Windowed { shape, generations } => check_generations(shape, generations),
+            Described::Chain { .. } => Ok(()),
+        }
     }
 
     /// Bytes the described filter will take (what `bf.max-filter-bytes` bounds).
@@ -319,12 +482,23 @@ impl Header {
             Described::Chain { filters, .. } => {
                 Chain::planned_bytes(filters.iter().map(|(shape, _)| shape))
             }
-            Described::Windowed { generations, .. } => generations
-                .iter()
-                .map(|(_, filters)| {
-                    Chain::planned_bytes(filters.iter().map(|(shape, _)| shape)) + 8
-                })
-                .fold(std::mem::size_of::<Windowed>() as u64, u64::saturating_add),
+            Described::Windowed { generations, .. } => {
+                let generation = std::mem::size_of::<Generation>() as u64;
+                let part = std::mem::size_of::<Part>() as u64;
+                generations
+                    .iter()
+                    .map(|g| {
+                        g.parts
+                            .iter()
+                            .map(|(shape, _, _)| {
+                                part.saturating_add(crate::bits::BitStore::planned_bytes(
+                                    crate::sub_filter::storage_bits(shape.bits),
+                                ))
+                            })
+                            .fold(generation, u64::saturating_add)
+                    })
+                    .fold(std::mem::size_of::<Windowed>() as u64, u64::saturating_add)
+            }
         }
     }
 
@@ -351,9 +525,20 @@ impl Header {
             }
             Described::Windowed { shape, generations } => {
                 let mut built = Vec::with_capacity(generations.len());
-                for (slot, filters) in generations {
-                    let chain = Chain::from_parts(shape.growth, sub_filters(filters)?)?;
-                    built.push(Generation::from_parts(slot, chain));
+                for generation in generations {
+                    let parts = generation
+                        .parts
+                        .into_iter()
+                        .map(|(shape, items, expiry)| {
+                            Ok(Part::new(SubFilter::new(shape)?.with_items(items), expiry))
+                        })
+                        .collect::<Result<Vec<_>, FilterError>>()?;
+                    built.push(Generation::from_parts(
+                        generation.slot,
+                        generation.rule,
+                        generation.first,
+                        parts,
+                    ));
                 }
                 Filter::from(Windowed::from_parts(shape, built)?)
             }
@@ -541,279 +726,4 @@ pub fn chunk_offset(iterator: u64, len: usize) -> Option<u64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const NOW: u64 = 1_800_000_000_000;
-
-    fn filled(capacity: u64, growth: Growth, items: u32) -> Filter {
-        let mut chain = Chain::new(capacity, 0.01, growth, u64::MAX).unwrap();
-        for i in 0..items {
-            chain.add(&i.to_le_bytes(), u64::MAX).unwrap();
-        }
-        Filter::Chain(chain)
-    }
-
-    /// A windowed filter with items in `slots` slots.
-    fn windowed(slots: u64) -> Filter {
-        let window = Window::seconds(100).unwrap();
-        let shape =
-            WindowedShape::new(400, 0.01, Growth::Scaling { expansion: 4 }, window).unwrap();
-        let mut filter = Filter::from(Windowed::new(shape));
-        for i in 0..slots * 150 {
-            let now = NOW + i * window.slot_millis() / 150;
-            filter.add(&i.to_le_bytes(), now, u64::MAX).unwrap();
-        }
-        filter
-    }
-
-    /// Dumps a filter the way SCANDUMP would and loads it the way LOADCHUNK would.
-    fn round_trip(chain: &Filter) -> Filter {
-        let mut loaded = Header::parse(&header(chain))
-            .unwrap()
-            .into_filter()
-            .unwrap();
-        let mut iterator = 1;
-        let mut chunks = 0;
-        while let Some(chunk) = chain.chunk(iterator - 1) {
-            if chunk.is_empty() {
-                break;
-            }
-            let next = next_iterator(iterator - 1, chunk.len());
-            let offset = chunk_offset(next, chunk.len()).unwrap();
-            loaded.load_chunk(offset, &chunk).unwrap();
-            iterator = next;
-            chunks += 1;
-        }
-        assert_eq!(iterator - 1, chain.dump_len());
-        assert!(chunks >= chain.dumped_sub_filters().count());
-        loaded
-    }
-
-    #[test]
-    fn dumps_load_back_bit_identically() {
-        for chain in [
-            filled(100, Growth::Scaling { expansion: 2 }, 0),
-            filled(10, Growth::Scaling { expansion: 2 }, 300),
-            filled(10, Growth::Scaling { expansion: 1 }, 60),
-            filled(1000, Growth::Fixed, 1000),
-            windowed(0),
-            windowed(1),
-            windowed(7),
-        ] {
-            assert_eq!(round_trip(&chain), chain);
-        }
-    }
-
-    #[test]
-    fn chunks_never_pass_16_mib_or_span_two_sub_filters() {
-        // 20 million items at 1%: a first sub-filter of 27.6 MB, cut into 16 MiB and the rest.
-        let mut chain = Filter::Chain(
-            Chain::new(20_000_000, 0.01, Growth::Scaling { expansion: 2 }, u64::MAX).unwrap(),
-        );
-        let first = chain
-            .dumped_sub_filters()
-            .next()
-            .unwrap()
-            .shape()
-            .bit_bytes();
-        assert_eq!(chain.chunk(0).unwrap().len() as u64, CHUNK_BYTES);
-        assert_eq!(
-            chain.chunk(CHUNK_BYTES).unwrap().len() as u64,
-            first - CHUNK_BYTES
-        );
-        assert!(chain.chunk(1).is_none());
-        assert!(chain.chunk(first).is_none());
-        chain.add(b"x", NOW, u64::MAX).unwrap();
-        assert_eq!(round_trip(&chain), chain);
-    }
-
-    #[test]
-    fn chunks_must_fill_their_slot_exactly() {
-        let source = filled(100, Growth::Scaling { expansion: 2 }, 10);
-        let mut chain = Header::parse(&header(&source))
-            .unwrap()
-            .into_filter()
-            .unwrap();
-        let before = chain.clone();
-        let len = chain.dump_len() as usize;
-        assert!(chain.load_chunk(0, &vec![0xff; len - 1]).is_err());
-        assert!(chain.load_chunk(0, &vec![0xff; len + 1]).is_err());
-        assert!(chain.load_chunk(0, &[]).is_err());
-        assert_eq!(
-            chain.load_chunk(8, &vec![0xff; len - 8]),
-            Err(FilterError::ChunkOutOfOrder { expected: 0 })
-        );
-        assert!(chain.load_chunk(u64::MAX, &[0xff]).is_err());
-        assert_eq!(chain, before);
-        assert_eq!(chunk_offset(5, 10), None);
-        assert_eq!(chunk_offset(11, 10), Some(0));
-    }
-
-    #[test]
-    fn only_a_chain_being_restored_takes_data_chunks_in_order_each_once() {
-        // 20 million items at 1%: one sub-filter of 27.6 MB, two chunks.
-        let mut source = Filter::Chain(
-            Chain::new(20_000_000, 0.01, Growth::Scaling { expansion: 2 }, u64::MAX).unwrap(),
-        );
-        source.add(b"x", NOW, u64::MAX).unwrap();
-        let chunks: Vec<(u64, Vec<u8>)> = source
-            .loaded_chunks()
-            .map(|(offset, bytes)| (offset, bytes.into_owned()))
-            .collect();
-        assert_eq!(chunks.len(), 2);
-        // A chain in use takes none, not even its own.
-        let mut in_use = source.clone();
-        assert_eq!(
-            in_use.load_chunk(0, &chunks[0].1),
-            Err(FilterError::NotRestoring)
-        );
-        assert_eq!(in_use, source);
-        let mut restored = Header::parse(&header(&source))
-            .unwrap()
-            .into_filter()
-            .unwrap();
-        assert_eq!(restored.restoring(), Some(0));
-        // Out of order, then in order, then the same chunk again.
-        assert_eq!(
-            restored.load_chunk(chunks[1].0, &chunks[1].1),
-            Err(FilterError::ChunkOutOfOrder { expected: 0 })
-        );
-        restored.load_chunk(0, &chunks[0].1).unwrap();
-        assert_eq!(restored.restoring(), Some(CHUNK_BYTES));
-        assert_eq!(
-            restored.load_chunk(0, &chunks[0].1),
-            Err(FilterError::ChunkOutOfOrder {
-                expected: CHUNK_BYTES
-            })
-        );
-        // Half restored: its own chunks rebuild exactly this state.
-        let mut half = Header::parse(&header(&restored))
-            .unwrap()
-            .into_filter()
-            .unwrap();
-        for (offset, bytes) in restored.loaded_chunks() {
-            half.load_chunk(offset, &bytes).unwrap();
-        }
-        assert_eq!(half, restored);
-        // The last chunk ends the restore; then no chunk is taken any more.
-        restored.load_chunk(chunks[1].0, &chunks[1].1).unwrap();
-        assert_eq!(restored.restoring(), None);
-        assert_eq!(restored, source);
-        assert_eq!(
-            restored.load_chunk(chunks[1].0, &chunks[1].1),
-            Err(FilterError::NotRestoring)
-        );
-    }
-
-    #[test]
-    fn headers_are_checked_field_by_field() {
-        let chain = filled(10, Growth::Scaling { expansion: 2 }, 100);
-        let good = header(&chain);
-        assert!(Header::parse(&good).is_ok());
-        assert_eq!(
-            Header::parse(&good).unwrap().planned_bytes(),
-            chain.planned_size()
-        );
-        let patched = |at: usize, bytes: &[u8]| {
-            let mut forged = good.clone();
-            forged[at..at + bytes.len()].copy_from_slice(bytes);
-            Header::parse(&forged)
-        };
-        let entry = |i: usize, field: usize| 24 + i * ENTRY_LEN + field;
-        let cases: Vec<(&str, Result<Header, FilterError>)> = vec![
-            ("magic", patched(0, b"RedisBF!")),
-            ("version", patched(8, &2u32.to_le_bytes())),
-            ("family", patched(12, &2u32.to_le_bytes())),
-            (
-                "family without its options",
-                patched(12, &1u32.to_le_bytes()),
-            ),
-            (
-                "expansion over the bound",
-                patched(16, &40000u32.to_le_bytes()),
-            ),
-            (
-                "expansion not the one used",
-                patched(16, &3u32.to_le_bytes()),
-            ),
-            ("nonscaling with several", patched(16, &0u32.to_le_bytes())),
-            ("count zero", patched(20, &0u32.to_le_bytes())),
-            ("count too high", patched(20, &9u32.to_le_bytes())),
-            ("capacity", patched(entry(0, 0), &11u64.to_le_bytes())),
-            (
-                "error",
-                patched(entry(0, 8), &0.02f64.to_bits().to_le_bytes()),
-            ),
-            (
-                "error nan",
-                patched(entry(0, 8), &f64::NAN.to_bits().to_le_bytes()),
-            ),
-            ("hashes", patched(entry(0, 16), &9u32.to_le_bytes())),
-            ("bits", patched(entry(0, 20), &192u64.to_le_bytes())),
-            (
-                "items over capacity",
-                patched(entry(0, 28), &11u64.to_le_bytes()),
-            ),
-            ("older not full", patched(entry(0, 28), &9u64.to_le_bytes())),
-            ("truncated", Header::parse(&good[..good.len() - 1])),
-            ("empty", Header::parse(&[])),
-        ];
-        for (what, parsed) in cases {
-            assert!(parsed.is_err(), "{what} was accepted");
-        }
-        let mut longer = good.clone();
-        longer.push(0);
-        assert!(Header::parse(&longer).is_err());
-    }
-
-    #[test]
-    fn windowed_headers_are_checked_field_by_field() {
-        let filter = windowed(3);
-        let good = header(&filter);
-        assert_eq!(
-            Header::parse(&good).unwrap().planned_bytes(),
-            filter.planned_size()
-        );
-        let patched = |at: usize, bytes: &[u8]| {
-            let mut forged = good.clone();
-            forged[at..at + bytes.len()].copy_from_slice(bytes);
-            Header::parse(&forged)
-        };
-        // magic 8, version 4, window 8, capacity 8, error 8, expansion 4, count 4 = 44; then per
-        // generation: slot 8, count 4, entries.
-        let first = 44;
-        let Filter::Windowed(inner) = &filter else {
-            unreachable!()
-        };
-        let later = inner.generations()[1].slot() + 1;
-        let cases: Vec<(&str, Result<Header, FilterError>)> = vec![
-            ("window zero", patched(12, &0u64.to_le_bytes())),
-            (
-                "window too long",
-                patched(12, &(u64::MAX / 2).to_le_bytes()),
-            ),
-            ("capacity", patched(20, &401u64.to_le_bytes())),
-            ("error", patched(28, &0.02f64.to_bits().to_le_bytes())),
-            ("expansion", patched(36, &2u32.to_le_bytes())),
-            ("generation count", patched(40, &4u32.to_le_bytes())),
-            ("slot out of order", patched(first, &later.to_le_bytes())),
-            (
-                "slot at the end of time",
-                patched(first, &u64::MAX.to_le_bytes()),
-            ),
-            ("no sub-filters", patched(first + 8, &0u32.to_le_bytes())),
-            (
-                "sub-filter capacity",
-                patched(first + 12, &1000u64.to_le_bytes()),
-            ),
-            ("truncated", Header::parse(&good[..good.len() - 1])),
-        ];
-        for (what, parsed) in cases {
-            assert!(parsed.is_err(), "{what} was accepted");
-        }
-        let mut longer = good.clone();
-        longer.push(0);
-        assert!(Header::parse(&longer).is_err());
-    }
-}
+mod tests;

@@ -6,7 +6,7 @@
 use crate::chain::{Chain, Growth};
 use crate::hash::Hashing;
 use crate::sub_filter::SubFilter;
-use crate::window::{Window, Windowed};
+use crate::window::{Expired, Window, Windowed};
 use crate::FilterError;
 
 /// The value of one `BF.*` key.
@@ -134,8 +134,10 @@ impl Filter {
         match self {
             Filter::Chain(chain) => chain.filters().iter().collect(),
             Filter::Windowed(windowed) => windowed
-                .live(now)
-                .flat_map(|generation| generation.chain().filters())
+                .generations()
+                .iter()
+                .flat_map(|generation| generation.live_parts(now))
+                .map(|part| part.filter())
                 .collect(),
         }
     }
@@ -179,8 +181,8 @@ impl Filter {
         })
     }
 
-    /// True if a windowed filter holds generations that have expired at `now` (the next write
-    /// drops them).
+    /// True if a windowed filter holds parts that have expired at `now` (the next write drops
+    /// them).
     pub fn has_expired(&self, now: u64) -> bool {
         match self {
             Filter::Chain(_) => false,
@@ -188,20 +190,20 @@ impl Filter {
         }
     }
 
-    /// Drops what has expired at `now` (a windowed filter's generations); how many generations.
-    pub fn expire(&mut self, now: u64) -> usize {
+    /// Drops what has expired at `now` (a windowed filter's parts and generations).
+    pub fn expire(&mut self, now: u64) -> Expired {
         match self {
-            Filter::Chain(_) => 0,
+            Filter::Chain(_) => Expired::default(),
             Filter::Windowed(windowed) => windowed.expire(now),
         }
     }
 
-    /// When a windowed filter holds nothing any more (its newest generation expires): the
-    /// absolute time to live of its key.
-    pub fn expires_at(&self) -> Option<u64> {
+    /// When a windowed filter next has something to drop (its oldest part expires): when a sweep
+    /// should look at an idle key.
+    pub fn next_expiry(&self) -> Option<u64> {
         match self {
             Filter::Chain(_) => None,
-            Filter::Windowed(windowed) => windowed.expires_at(),
+            Filter::Windowed(windowed) => windowed.next_expiry(),
         }
     }
 
@@ -213,7 +215,8 @@ impl Filter {
                 windowed
                     .generations()
                     .iter()
-                    .flat_map(|generation| generation.chain().filters()),
+                    .flat_map(|generation| generation.parts())
+                    .map(|part| part.filter()),
             ),
         }
     }
@@ -224,9 +227,9 @@ impl Filter {
             Filter::Chain(chain) => chain.filter_mut(index),
             Filter::Windowed(windowed) => {
                 for generation in windowed.generations_mut() {
-                    let count = generation.chain().filters().len();
+                    let count = generation.parts().len();
                     if index < count {
-                        return generation.chain_mut().filter_mut(index);
+                        return generation.parts_mut()[index].filter_mut();
                     }
                     index -= count;
                 }

@@ -19,16 +19,25 @@
 //! unsigned  capacity (items per window)
 //! double    error rate
 //! unsigned  expansion              0 = NONSCALING
-//! unsigned  number of generations  0 or more
+//! unsigned  number of generations  0 to 5
 //! per generation, oldest first:
-//!   unsigned slot, unsigned number of sub-filters, then each sub-filter as above (hash family 0)
+//!   unsigned slot
+//!   unsigned rule                  0 = sized by its budget, 1 = the first release's sizing
+//!   unsigned budget                (0 for rule 1)
+//!   unsigned number of its first part
+//!   unsigned number of parts       at least 1
+//!   per part, oldest first: unsigned capacity, double error, unsigned hash count, unsigned
+//!     bits, unsigned items, unsigned expiry (milliseconds since the epoch), the bit array as
+//!     string fields as above
+//! (revision 102 stored each generation as `unsigned slot` and a chain's sub-filters: the first
+//! release's generations, which expire whole)
 //! then, for either:
 //! unsigned  restoring              0 = in use; n = being restored, the next data chunk starts at
 //!                                  dump offset n - 1 (see `crate::dump`)   (since revision 101)
 //! ```
 //!
-//! The module stores it as encoding version 102 of its data type; versions 100 and 101 are
-//! still read ([`Revision`]).
+//! The module stores it as encoding version 103 of its data type; versions 100 to 102 are still
+//! read ([`Revision`]).
 //!
 //! Reading checks every field against what was actually read, before anything is allocated for
 //! it: the hash count and bit count must be the ones the sizing gives for the capacity and error,
@@ -40,7 +49,7 @@ use crate::bits::{piece_lengths, BitStore};
 use crate::chain::{check_successor, Format};
 use crate::redisbloom::{check_stored_link, RedisBloomOptions};
 use crate::sub_filter::{check_stored, storage_bits};
-use crate::window::{Generation, Window, Windowed, WindowedShape};
+use crate::window::{Generation, Part, Rule, Window, Windowed, WindowedShape, MAX_GENERATIONS};
 use crate::{Chain, Filter, FilterError, Growth, Shape, SubFilter};
 use std::num::NonZeroU64;
 
@@ -58,11 +67,14 @@ pub enum Revision {
     Restoring = 101,
     /// Encoding version 102: a kind first, and windowed filters.
     Windowed = 102,
+    /// Encoding version 103: a windowed filter's generations made of parts that expire one by
+    /// one.
+    Parts = 103,
 }
 
 impl Revision {
     /// The revision this code writes.
-    pub const NEWEST: Revision = Revision::Windowed;
+    pub const NEWEST: Revision = Revision::Parts;
 
     /// The revision stored under an RDB encoding version, if it is one of this module's.
     pub fn of_encoding(encver: i32) -> Option<Revision> {
@@ -70,6 +82,7 @@ impl Revision {
             100 => Some(Revision::Chain),
             101 => Some(Revision::Restoring),
             102 => Some(Revision::Windowed),
+            103 => Some(Revision::Parts),
             _ => None,
         }
     }
@@ -146,7 +159,14 @@ pub fn save(filter: &Filter, sink: &mut impl FieldSink) {
             sink.unsigned(windowed.generations().len() as u64);
             for generation in windowed.generations() {
                 sink.unsigned(generation.slot());
-                save_sub_filters(generation.chain(), sink);
+                let (rule, budget) = rule_fields(generation.rule());
+                sink.unsigned(rule);
+                sink.unsigned(budget);
+                sink.unsigned(u64::from(generation.first()));
+                sink.unsigned(generation.parts().len() as u64);
+                for part in generation.parts() {
+                    save_sub_filter(part.filter(), Some(part.expires_at()), sink);
+                }
             }
         }
     }
@@ -172,19 +192,40 @@ fn save_chain(chain: &Chain, sink: &mut impl FieldSink) {
     save_sub_filters(chain, sink);
 }
 
+/// Rule 0 (sized by its budget) and 1 (the first release's sizing), and the budget field.
+fn rule_fields(rule: Rule) -> (u64, u64) {
+    match rule {
+        Rule::Budget(budget) => (RULE_BUDGET, budget),
+        Rule::Legacy => (RULE_LEGACY, 0),
+    }
+}
+
+/// Rule 0: a generation sized by its budget.
+const RULE_BUDGET: u64 = 0;
+/// Rule 1: a generation of the first release.
+const RULE_LEGACY: u64 = 1;
+
 /// The sub-filter count, then each sub-filter.
 fn save_sub_filters(chain: &Chain, sink: &mut impl FieldSink) {
     sink.unsigned(chain.filters().len() as u64);
     for filter in chain.filters() {
-        let shape = filter.shape();
-        sink.unsigned(shape.capacity);
-        sink.double(shape.error);
-        sink.unsigned(u64::from(shape.hash_count));
-        sink.unsigned(shape.bits);
-        sink.unsigned(filter.items());
-        for piece in filter.bits().pieces() {
-            sink.buffer(piece);
-        }
+        save_sub_filter(filter, None, sink);
+    }
+}
+
+/// One sub-filter's fields (with a part's expiry after them), then its bits.
+fn save_sub_filter(filter: &SubFilter, expiry: Option<u64>, sink: &mut impl FieldSink) {
+    let shape = filter.shape();
+    sink.unsigned(shape.capacity);
+    sink.double(shape.error);
+    sink.unsigned(u64::from(shape.hash_count));
+    sink.unsigned(shape.bits);
+    sink.unsigned(filter.items());
+    if let Some(expiry) = expiry {
+        sink.unsigned(expiry);
+    }
+    for piece in filter.bits().pieces() {
+        sink.buffer(piece);
     }
 }
 
@@ -205,7 +246,8 @@ pub fn load(source: &mut impl FieldSource, revision: Revision) -> Result<Filter,
                 _ => Err(LoadError::Corrupt(format!("unknown hash family {family}"))),
             }?)
         }
-        KIND_WINDOWED => Filter::from(load_windowed(source)?),
+        KIND_WINDOWED if revision >= Revision::Parts => Filter::from(load_windowed(source)?),
+        KIND_WINDOWED => Filter::from(load_first_windowed(source)?),
         _ => return Err(LoadError::Corrupt(format!("unknown filter kind {kind}"))),
     };
     if revision >= Revision::Restoring {
@@ -217,23 +259,92 @@ pub fn load(source: &mut impl FieldSource, revision: Revision) -> Result<Filter,
     Ok(filter)
 }
 
-/// Reads a windowed filter (kind 1): its parameters, then its generations, each checked as one
-/// the filter would have made.
-fn load_windowed(source: &mut impl FieldSource) -> Result<Windowed, LoadError> {
+/// Reads a windowed filter's parameters (kind 1) and its generation count, at most five.
+fn windowed_fields(
+    source: &mut impl FieldSource,
+    make: fn(u64, f64, Growth, Window) -> Result<WindowedShape, FilterError>,
+) -> Result<(WindowedShape, u64), LoadError> {
     let window = Window::seconds(source.unsigned().ok_or(LoadError::Truncated)?)
         .map_err(|_| LoadError::Corrupt("window out of range".into()))?;
     let capacity = source.unsigned().ok_or(LoadError::Truncated)?;
     let error = source.double().ok_or(LoadError::Truncated)?;
     let growth = read_growth(source)?;
-    let shape = WindowedShape::new(capacity, error, growth, window)
+    let shape = make(capacity, error, growth, window)
         .map_err(|_| LoadError::Corrupt("windowed filter's capacity or error rate".into()))?;
     let count = source.unsigned().ok_or(LoadError::Truncated)?;
-    // Grown as generations arrive: the count alone justifies no allocation.
+    if count > MAX_GENERATIONS as u64 {
+        return Err(LoadError::Corrupt(format!(
+            "{count} generations: a windowed filter keeps at most {MAX_GENERATIONS}"
+        )));
+    }
+    Ok((shape, count))
+}
+
+/// Reads a windowed filter (kind 1, revision 103): its parameters, then its generations, each
+/// part checked against its generation's sizing before its bits are read, and the whole against
+/// what a windowed filter can hold (`window::check_generations`).
+fn load_windowed(source: &mut impl FieldSource) -> Result<Windowed, LoadError> {
+    let (shape, count) = windowed_fields(source, WindowedShape::new)?;
     let mut generations = Vec::new();
     for _ in 0..count {
         let slot = source.unsigned().ok_or(LoadError::Truncated)?;
-        let chain = load_native_sub_filters(source, growth)?;
-        generations.push(Generation::from_parts(slot, chain));
+        let rule = match (
+            source.unsigned().ok_or(LoadError::Truncated)?,
+            source.unsigned().ok_or(LoadError::Truncated)?,
+        ) {
+            (RULE_BUDGET, budget) => Rule::Budget(budget),
+            (RULE_LEGACY, 0) => Rule::Legacy,
+            _ => return Err(LoadError::Corrupt("unknown generation rule".into())),
+        };
+        let first = u32::try_from(source.unsigned().ok_or(LoadError::Truncated)?)
+            .map_err(|_| LoadError::Corrupt("a part number out of range".into()))?;
+        let count = source.unsigned().ok_or(LoadError::Truncated)?;
+        if count == 0 {
+            return Err(LoadError::Corrupt(
+                "a generation without sub-filters".into(),
+            ));
+        }
+        // Grown as parts arrive: the count alone justifies no allocation.
+        let mut parts = Vec::new();
+        for position in 0..count {
+            let index = u64::from(first)
+                .checked_add(position)
+                .and_then(|index| u32::try_from(index).ok())
+                .ok_or_else(|| LoadError::Corrupt("a part number out of range".into()))?;
+            let expected = shape.part_shape(rule, index).map_err(|_| {
+                LoadError::Corrupt("a part past what its generation can grow".into())
+            })?;
+            let link = read_link(source)?;
+            let expiry = source.unsigned().ok_or(LoadError::Truncated)?;
+            if link.capacity != expected.capacity
+                || link.error.to_bits() != expected.error.to_bits()
+                || link.hash_count != u64::from(expected.hash_count)
+                || link.bits != expected.bits
+            {
+                return Err(LoadError::Corrupt(
+                    "a part not sized as its generation sizes it".into(),
+                ));
+            }
+            check_stored(&expected, link.items)?;
+            let store = read_pieces(source, expected.bits)?;
+            let filter = SubFilter::from_parts(expected, link.items, store)?;
+            parts.push(Part::new(filter, expiry));
+        }
+        generations.push(Generation::from_parts(slot, rule, first, parts));
+    }
+    Ok(Windowed::from_parts(shape, generations)?)
+}
+
+/// Reads a windowed filter of revision 102 (the first release's): each generation a slot and a
+/// chain, which becomes a generation of [`Rule::Legacy`] expiring whole, as it did.
+fn load_first_windowed(source: &mut impl FieldSource) -> Result<Windowed, LoadError> {
+    let (shape, count) = windowed_fields(source, WindowedShape::legacy)?;
+    let mut generations = Vec::new();
+    for _ in 0..count {
+        let slot = source.unsigned().ok_or(LoadError::Truncated)?;
+        let chain = load_native_sub_filters(source, shape.growth)?;
+        let filters = chain.filters().to_vec();
+        generations.push(Generation::legacy(&shape, slot, filters));
     }
     Ok(Windowed::from_parts(shape, generations)?)
 }
@@ -331,24 +442,34 @@ fn read_sub_filters<S: FieldSource>(
     // Grown as sub-filters arrive: the count alone justifies no allocation.
     let mut filters: Vec<(Shape, u64, BitStore)> = Vec::new();
     for _ in 0..count {
-        let link = StoredLink {
-            capacity: source.unsigned().ok_or(LoadError::Truncated)?,
-            error: source.double().ok_or(LoadError::Truncated)?,
-            hash_count: source.unsigned().ok_or(LoadError::Truncated)?,
-            bits: source.unsigned().ok_or(LoadError::Truncated)?,
-            items: source.unsigned().ok_or(LoadError::Truncated)?,
-        };
+        let link = read_link(source)?;
         let older = filters.last().map(|(shape, items, _)| (shape, *items));
         let (shape, storage) = check(&link, older)?;
-        let mut pieces = Vec::new();
-        for len in piece_lengths(storage) {
-            pieces.push(source.buffer(len)?);
-        }
-        let store = BitStore::from_pieces(storage, pieces)
-            .ok_or_else(|| LoadError::Corrupt("bad bit-array pieces".into()))?;
+        let store = read_pieces(source, storage)?;
         filters.push((shape, link.items, store));
     }
     Ok(filters)
+}
+
+/// A sub-filter's five fields.
+fn read_link(source: &mut impl FieldSource) -> Result<StoredLink, LoadError> {
+    Ok(StoredLink {
+        capacity: source.unsigned().ok_or(LoadError::Truncated)?,
+        error: source.double().ok_or(LoadError::Truncated)?,
+        hash_count: source.unsigned().ok_or(LoadError::Truncated)?,
+        bits: source.unsigned().ok_or(LoadError::Truncated)?,
+        items: source.unsigned().ok_or(LoadError::Truncated)?,
+    })
+}
+
+/// The pieces of a bit array of `storage` bits, each allocated only once it was read.
+fn read_pieces(source: &mut impl FieldSource, storage: u64) -> Result<BitStore, LoadError> {
+    let mut pieces = Vec::new();
+    for len in piece_lengths(storage) {
+        pieces.push(source.buffer(len)?);
+    }
+    BitStore::from_pieces(storage, pieces)
+        .ok_or_else(|| LoadError::Corrupt("bad bit-array pieces".into()))
 }
 
 /// Fields as plain bytes, for tests and fuzzing: a tag byte (1 unsigned, 2 double, 3 string),
@@ -547,8 +668,53 @@ mod tests {
         assert_eq!(fields.remaining(), 0);
         assert_eq!(Revision::of_encoding(100), Some(Revision::Chain));
         assert_eq!(Revision::of_encoding(101), Some(Revision::Restoring));
-        assert_eq!(Revision::of_encoding(102), Some(Revision::NEWEST));
+        assert_eq!(Revision::of_encoding(102), Some(Revision::Windowed));
+        assert_eq!(Revision::of_encoding(103), Some(Revision::NEWEST));
         assert_eq!(Revision::of_encoding(4), None);
+    }
+
+    #[test]
+    fn windowed_filters_of_revision_102_load_as_generations_that_expire_whole() {
+        let window = Window::seconds(10).unwrap();
+        let shape = WindowedShape::new(16, 0.01, Growth::Scaling { expansion: 4 }, window).unwrap();
+        let first = shape.part_shape(Rule::Legacy, 0).unwrap();
+        let mut sub = SubFilter::new(first).unwrap();
+        sub.insert(&crate::ItemHash::of(b"old").for_sub_filter(0));
+        let slot = 1_800_000_000_000 / window.slot_millis();
+        // Revision 102: kind, parameters, then per generation a slot and a chain's sub-filters.
+        let mut sink = ByteSink::default();
+        sink.unsigned(KIND_WINDOWED);
+        sink.unsigned(10);
+        sink.unsigned(16);
+        sink.double(0.01);
+        sink.unsigned(4);
+        sink.unsigned(1);
+        sink.unsigned(slot);
+        sink.unsigned(1);
+        save_sub_filter(&sub, None, &mut sink);
+        sink.unsigned(0);
+        let mut fields = ByteFields::new(&sink.bytes);
+        let loaded = load(&mut fields, Revision::Windowed).unwrap();
+        assert_eq!(fields.remaining(), 0);
+        let Filter::Windowed(windowed) = &loaded else {
+            panic!("not windowed")
+        };
+        let generation = &windowed.generations()[0];
+        assert_eq!(generation.rule(), Rule::Legacy);
+        assert_eq!(generation.parts()[0].expires_at(), shape.expiry(slot));
+        assert!(loaded.contains(b"old", shape.expiry(slot) - 1));
+        assert!(!loaded.contains(b"old", shape.expiry(slot)));
+        // Saved as revision 103, and read back the same.
+        assert_eq!(from_bytes(&to_bytes(&loaded)), Ok(loaded.clone()));
+        // More generations than a filter keeps are refused before any is read.
+        let mut forged = sink.bytes.clone();
+        forged[5 * 9 + 1..6 * 9].copy_from_slice(&6u64.to_le_bytes());
+        assert_eq!(
+            load(&mut ByteFields::new(&forged), Revision::Windowed),
+            Err(LoadError::Corrupt(
+                "6 generations: a windowed filter keeps at most 5".into()
+            ))
+        );
     }
 
     #[test]

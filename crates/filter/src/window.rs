@@ -1,64 +1,73 @@
 //! Windowed filters: remember an item for a window of time, not forever.
 //!
-//! A windowed filter is a list of *generations*, each a scaling [`Chain`] that takes the items
-//! added during one *slot* of time: a quarter of the window ([`GENERATIONS`] slots per window).
-//! Slots are counted from the Unix epoch, in milliseconds, so every server agrees on them: slot
-//! `k` covers `[k * slot, (k + 1) * slot)`. An item goes into the generation of the slot it was
-//! added in, and that generation is dropped when its last item has been held for a whole window:
-//! at `(k + 1) * slot + window`. So an item added at `t` is held at least until `t + window` and
-//! at most until `t + window * 5/4`: the slack is one slot. At any time, the generations of the
-//! last five slots are live.
+//! Time is cut into *slots* of a quarter of the window ([`GENERATIONS`] per window), counted from
+//! the Unix epoch in milliseconds, so every server agrees on them: slot `k` covers
+//! `[k * slot, (k + 1) * slot)`. The items added during one slot go into that slot's
+//! *generation*, a list of sub-filters (*parts*) filled one after the other. Each part expires on
+//! its own: a window after the last item it took. An item added at `t` is therefore held at least
+//! until `t + window`, and at most until `t + window * 5/4` (its part's last item came in the same
+//! slot): the slack is one slot.
 //!
-//! Why generations of scaling chains. The literature offers age-partitioned Bloom filters and
-//! their kin, which use memory better when items arrive at a steady pace, but size their slices
-//! for a fixed number of items per slice: a burst of a window's items in one slice breaks their
-//! false-positive rate. A chain per slot takes a burst by growing, as a plain scaling filter does,
-//! drops a slot's memory whole when it expires, and keeps every other property of the plain
-//! filters (the same sizing, hashing, bit format and checks).
-//!
-//! Sizing. For `capacity` items per window at false-positive rate `error`:
-//! - each generation's chain is built for `capacity * 5/16` items (a quarter of the window's, with
-//!   a quarter more as headroom for uneven arrival) at `error * 5/11`, growing by the filter's
-//!   expansion (4 unless given) when a slot takes more;
-//! - a lookup asks every live generation, so the false-positive rates add up. With at most
-//!   `capacity` items in any window, the four newest generations hold at most `capacity` items
-//!   (at most three full chains: `3/2 * error * 5/11`) and the oldest at most `capacity` (its first
-//!   sub-filter full and the second partly: about `1/2 * error * 5/11`), about `error * 10/11` in
-//!   all, at or below `error` however the items arrived;
-//! - memory against a plain filter of the same capacity and error rate: five generations of
-//!   `capacity * 5/16` items at a quarter of the error rate, about 1.8x at 1% and 1.97x at 10%
-//!   when items arrive evenly; one generation grown by 4 when a window's items come in one burst,
-//!   about 2.0x at 1% (the unit tests measure both). A generation is only allocated when its slot
-//!   receives an item.
+//! Sizing, for `capacity` items per window (C) at false-positive rate `error` (p):
+//! - a generation may hold its *budget* of items: what the window leaves after the three slots
+//!   before it, `C - (items of slots k-3, k-2, k-1)`; with at most C items in any window no slot
+//!   ever takes more;
+//! - its parts hold an eighth of C each (`ceil(C/8)`, the last one cut to the budget), at an error
+//!   rate proportional to their capacity: `p * capacity / (C + ceil(C/8))`, a ninth of p for a whole
+//!   part. Every item then costs at most `p / (C + ceil(C/8))` of false-positive rate, however the
+//!   items are spread over parts and generations;
+//! - at any time, the live parts hold the items of the last window (at most C) and at most the
+//!   older part of one that straddles its start (less than `ceil(C/8)`): the false-positive rate is
+//!   at most p, whatever the arrival pattern, with at most C items in any window;
+//! - memory: the live parts are full but for the newest of each of the five generations that can
+//!   be live, so their bits are at most `(9/8 C + 5/8 C) * bits_per_item(p/9)`: 1.75 *
+//!   (1 + 3.13 / bits_per_item(p/2)) times a plain filter's, 2.25x at 1%, 2.63x at 10%; measured on
+//!   simulated time by the unit tests, worst patterns included;
+//! - past its budget (more than C items in a window) a generation keeps growing as a scaling
+//!   filter does: each part `expansion` times the last at half its error rate. A NONSCALING
+//!   windowed filter refuses those items instead: it takes C items in any window, however they
+//!   arrive, and no more.
 //!
 //! Time is whatever the caller says it is (milliseconds since the epoch): the module passes the
 //! primary's clock, and replicas and AOF replays the time the primary propagated, so every copy
-//! makes the same generations at the same instants. Reads take the reader's own clock and skip
-//! generations that have expired by it; writes drop them.
+//! makes the same parts with the same expiry. Reads take the reader's own clock and skip parts
+//! that have expired by it; writes drop them.
+//!
+//! Filters saved by the first release of windowed filters (stored revision 102, dump version 2)
+//! still load: their generations keep the sizing they were made with ([`Rule::Legacy`]) and
+//! expire whole, on their old schedule; every generation made after that is sized as above.
 
-use crate::chain::{Chain, Growth};
+use crate::bits::BitStore;
+use crate::chain::Growth;
+use crate::hash::ItemHash;
 use crate::sizing::{check_requested_error_rate, Shape, MIN_ERROR_RATE};
+use crate::sub_filter::{storage_bits, SubFilter};
 use crate::FilterError;
-use std::num::NonZeroU64;
 
 /// Generations (slots) per window.
 pub const GENERATIONS: u64 = 4;
+/// The most generations a filter holds: the slot of now and the four before it.
+pub const MAX_GENERATIONS: usize = GENERATIONS as usize + 1;
+/// A part holds `1/PARTS` of the window's capacity.
+pub const PARTS: u64 = 8;
 /// The shortest window, in seconds.
 pub const MIN_WINDOW_SECONDS: u64 = 1;
 /// The longest window, in seconds: ten years of 365.25 days.
 pub const MAX_WINDOW_SECONDS: u64 = 10 * 36_525 * 864;
-/// The expansion of a windowed filter's generations when none is given: a burst of a window's
-/// items fits its slot's chain in two sub-filters.
+/// The expansion of a windowed filter's generations past their budget when none is given.
 pub const DEFAULT_EXPANSION: u16 = 4;
 
-/// The smallest error rate a windowed filter may be asked for: its generations are built for
-/// `error * 5/11`, which must itself be one a filter can be built and grown for.
-pub const MIN_WINDOWED_ERROR_RATE: f64 = MIN_ERROR_RATE * 11.0 / 5.0 * (1.0 + f64::EPSILON);
+/// The largest capacity (what BF.INFO reports as an integer).
+const MAX_CAPACITY: u64 = i64::MAX as u64;
 
-/// The generations' share of the error rate, as a fraction (numerator, denominator).
-const ERROR_SHARE: (f64, f64) = (5.0, 11.0);
-/// The generations' capacity, as a fraction of the window's: a quarter, plus a quarter of that.
-const CAPACITY_SHARE: (u128, u128) = (5, 16);
+/// The smallest error rate a windowed filter may be asked for: a part of one item gets
+/// `error / (C + ceil(C/8))`, which must be a rate a filter can be built and grown for whatever
+/// the capacity.
+pub const MIN_WINDOWED_ERROR_RATE: f64 = MIN_ERROR_RATE * (MAX_CAPACITY as f64 * 1.125 + 2.0);
+
+/// The floor of the first release's windowed filters, whose generations were built for
+/// `error * 5/11` ([`Rule::Legacy`]).
+const LEGACY_MIN_ERROR_RATE: f64 = MIN_ERROR_RATE * 11.0 / 5.0 * (1.0 + f64::EPSILON);
 
 /// A window's length, checked: from [`MIN_WINDOW_SECONDS`] to [`MAX_WINDOW_SECONDS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,32 +101,16 @@ impl Window {
     }
 }
 
-/// The items added during one slot.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Generation {
-    slot: u64,
-    chain: Chain,
-}
-
-impl Generation {
-    /// A generation rebuilt from stored parts.
-    pub fn from_parts(slot: u64, chain: Chain) -> Generation {
-        Generation { slot, chain }
-    }
-
-    /// Its slot's number, counted from the epoch.
-    pub fn slot(&self) -> u64 {
-        self.slot
-    }
-
-    /// The items of its slot.
-    pub fn chain(&self) -> &Chain {
-        &self.chain
-    }
-
-    pub(crate) fn chain_mut(&mut self) -> &mut Chain {
-        &mut self.chain
-    }
+/// How a generation's parts are sized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Parts of `ceil(C/8)` items up to this many items (the budget: what the window left for
+    /// the slot when the generation was made), the last one cut; past it, parts that grow by the
+    /// expansion at half the error each.
+    Budget(u64),
+    /// A generation made by the first release of windowed filters: a scaling chain built for
+    /// `ceil(5C/16)` items at `error * 5/11`, growing by the expansion.
+    Legacy,
 }
 
 /// How a windowed filter's generations are built: the parameters the filter was created with.
@@ -127,7 +120,7 @@ pub struct WindowedShape {
     pub capacity: u64,
     /// The false-positive rate asked for.
     pub error: f64,
-    /// How each generation's chain grows.
+    /// How a generation grows past its budget.
     pub growth: Growth,
     pub window: Window,
 }
@@ -140,11 +133,32 @@ impl WindowedShape {
         growth: Growth,
         window: Window,
     ) -> Result<WindowedShape, FilterError> {
+        WindowedShape::with_floor(capacity, error, growth, window, MIN_WINDOWED_ERROR_RATE)
+    }
+
+    /// Checks the parameters of a windowed filter saved by the first release, which took error
+    /// rates down to its own floor.
+    pub(crate) fn legacy(
+        capacity: u64,
+        error: f64,
+        growth: Growth,
+        window: Window,
+    ) -> Result<WindowedShape, FilterError> {
+        WindowedShape::with_floor(capacity, error, growth, window, LEGACY_MIN_ERROR_RATE)
+    }
+
+    fn with_floor(
+        capacity: u64,
+        error: f64,
+        growth: Growth,
+        window: Window,
+        floor: f64,
+    ) -> Result<WindowedShape, FilterError> {
         check_requested_error_rate(error)?;
-        if error < MIN_WINDOWED_ERROR_RATE {
+        if error < floor {
             return Err(FilterError::BadErrorRate);
         }
-        if capacity == 0 || capacity > i64::MAX as u64 {
+        if capacity == 0 || capacity > MAX_CAPACITY {
             return Err(FilterError::BadCapacity);
         }
         Ok(WindowedShape {
@@ -155,16 +169,16 @@ impl WindowedShape {
         })
     }
 
-    /// Items each generation's chain is first built for.
-    pub fn generation_capacity(&self) -> u64 {
-        let (numerator, denominator) = CAPACITY_SHARE;
-        let scaled = (u128::from(self.capacity) * numerator).div_ceil(denominator);
-        u64::try_from(scaled).unwrap_or(u64::MAX).max(1)
+    /// The capacity of a whole part: an eighth of the window's, rounded up.
+    pub fn part_capacity(&self) -> u64 {
+        self.capacity.div_ceil(PARTS).max(1)
     }
 
-    /// The error rate each generation's chain is built for.
-    pub fn generation_error(&self) -> f64 {
-        self.error * ERROR_SHARE.0 / ERROR_SHARE.1
+    /// The error rate of a part of `capacity` items within the budget: proportional to its
+    /// capacity, so that every item costs the same share of the error rate.
+    fn part_error(&self, capacity: u64) -> f64 {
+        let denominator = self.capacity.saturating_add(self.part_capacity()) as f64;
+        self.error * capacity as f64 / denominator
     }
 
     /// The number of the slot that time `now` falls in.
@@ -172,21 +186,221 @@ impl WindowedShape {
         now / self.window.slot_millis()
     }
 
-    /// When the generation of slot `slot` expires: a window after its slot ends.
+    /// When slot `slot` starts, in milliseconds (saturating).
+    pub fn slot_start(&self, slot: u64) -> u64 {
+        slot.saturating_mul(self.window.slot_millis())
+    }
+
+    /// When a generation of the first release expired: a window after its slot ends.
     pub fn expiry(&self, slot: u64) -> u64 {
         slot.saturating_add(GENERATIONS + 1)
             .saturating_mul(self.window.slot_millis())
     }
 
-    /// An empty chain for a new generation, refused past `max_bytes`.
-    fn new_generation(&self, max_bytes: u64) -> Result<Chain, FilterError> {
-        Chain::new(
-            self.generation_capacity(),
-            self.generation_error(),
-            self.growth,
-            max_bytes,
-        )
+    /// The shape of part number `index` of a generation sized by `rule`: the parts' sizing (see
+    /// the module documentation). [`FilterError::Full`] past the budget of a NONSCALING filter,
+    /// [`FilterError::CannotGrow`] where a part's capacity or error rate would leave the range.
+    pub fn part_shape(&self, rule: Rule, index: u32) -> Result<Shape, FilterError> {
+        let index = u64::from(index);
+        match rule {
+            Rule::Budget(budget) => {
+                let size = self.part_capacity();
+                let whole = budget.div_ceil(size);
+                if index < whole {
+                    let capacity = size.min(budget - index * size);
+                    return Shape::new(capacity, self.part_error(capacity));
+                }
+                self.grown(size, self.part_error(size), index - whole + 1)
+            }
+            Rule::Legacy => {
+                let capacity = u64::try_from((u128::from(self.capacity) * 5).div_ceil(16))
+                    .unwrap_or(u64::MAX)
+                    .max(1);
+                let generation_error = self.error * 5.0 / 11.0;
+                let error = match self.growth {
+                    Growth::Scaling { .. } => generation_error / 2.0,
+                    Growth::Fixed => generation_error,
+                };
+                self.grown(capacity, error, index)
+            }
+        }
     }
+
+    /// The shape `steps` growths after a part of `capacity` items at `error`: each one
+    /// `expansion` times the capacity at half the error, as a scaling chain grows.
+    fn grown(&self, capacity: u64, error: f64, steps: u64) -> Result<Shape, FilterError> {
+        let (mut capacity, mut error) = (capacity, error);
+        if steps > 0 {
+            let Growth::Scaling { expansion } = self.growth else {
+                return Err(FilterError::Full);
+            };
+            for _ in 0..steps {
+                capacity = capacity
+                    .checked_mul(u64::from(expansion))
+                    .filter(|capacity| *capacity <= MAX_CAPACITY)
+                    .ok_or(FilterError::CannotGrow)?;
+                // Half of it must stay a normal double (as for a chain's growth).
+                if error < 2.0 * f64::MIN_POSITIVE {
+                    return Err(FilterError::CannotGrow);
+                }
+                error /= 2.0;
+            }
+        }
+        Shape::new(capacity, error)
+    }
+}
+
+/// One sub-filter of a generation and when it expires: a window after the last item it took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    filter: SubFilter,
+    expires_at: u64,
+}
+
+impl Part {
+    /// A part rebuilt from stored pieces (checked with its generation by
+    /// [`Windowed::from_parts`]).
+    pub fn new(filter: SubFilter, expires_at: u64) -> Part {
+        Part { filter, expires_at }
+    }
+
+    /// Its sub-filter.
+    pub fn filter(&self) -> &SubFilter {
+        &self.filter
+    }
+
+    /// When it expires, in milliseconds since the epoch: it holds items until just before.
+    pub fn expires_at(&self) -> u64 {
+        self.expires_at
+    }
+
+    pub(crate) fn filter_mut(&mut self) -> &mut SubFilter {
+        &mut self.filter
+    }
+
+    /// Bytes a part of `shape` takes as the size limit counts them.
+    fn planned_bytes(shape: &Shape) -> u64 {
+        (std::mem::size_of::<Part>() as u64)
+            .saturating_add(BitStore::planned_bytes(storage_bits(shape.bits)))
+    }
+}
+
+/// The items added during one slot: its parts, oldest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    slot: u64,
+    rule: Rule,
+    /// The number of its first part in the generation (parts before it have expired). It picks
+    /// the part's shape and the derivation of the item hash the part uses, which must not change
+    /// as older parts go.
+    first: u32,
+    parts: Box<[Part]>,
+}
+
+impl Generation {
+    /// A generation rebuilt from stored pieces (checked by [`Windowed::from_parts`]).
+    pub fn from_parts(slot: u64, rule: Rule, first: u32, parts: Vec<Part>) -> Generation {
+        Generation {
+            slot,
+            rule,
+            first,
+            parts: parts.into_boxed_slice(),
+        }
+    }
+
+    /// A generation of the first release: its chain's sub-filters, which all expired together
+    /// a window after the slot ended.
+    pub(crate) fn legacy(shape: &WindowedShape, slot: u64, filters: Vec<SubFilter>) -> Generation {
+        let expires_at = shape.expiry(slot);
+        let parts = filters
+            .into_iter()
+            .map(|filter| Part { filter, expires_at })
+            .collect();
+        Generation::from_parts(slot, Rule::Legacy, 0, parts)
+    }
+
+    /// Its slot's number, counted from the epoch.
+    pub fn slot(&self) -> u64 {
+        self.slot
+    }
+
+    /// How its parts are sized.
+    pub fn rule(&self) -> Rule {
+        self.rule
+    }
+
+    /// The number of its first part (see the field).
+    pub fn first(&self) -> u32 {
+        self.first
+    }
+
+    /// Its parts, oldest first, expired or not.
+    pub fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+
+    pub(crate) fn parts_mut(&mut self) -> &mut [Part] {
+        &mut self.parts
+    }
+
+    /// Its parts holding items at `now`, oldest first.
+    pub fn live_parts(&self, now: u64) -> impl DoubleEndedIterator<Item = &Part> + Clone {
+        self.parts.iter().filter(move |part| part.expires_at > now)
+    }
+
+    /// Items it took, in every part it still has.
+    pub fn items(&self) -> u64 {
+        self.parts
+            .iter()
+            .map(|part| part.filter.items())
+            .fold(0, u64::saturating_add)
+    }
+
+    /// When its last part expires.
+    pub fn expires_at(&self) -> u64 {
+        self.parts.last().map_or(0, |part| part.expires_at)
+    }
+
+    /// The hash part `position` (of `parts`) probes with.
+    fn part_hash(&self, hash: &ItemHash, position: usize) -> ItemHash {
+        hash.for_sub_filter(self.first as usize + position)
+    }
+}
+
+/// A generation without its bits: what the loaders check before a bit is read or allocated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outline {
+    pub slot: u64,
+    pub rule: Rule,
+    /// The number of its first part.
+    pub first: u32,
+    /// Each part's shape, item count and expiry.
+    pub parts: Vec<(Shape, u64, u64)>,
+}
+
+impl Generation {
+    /// Its outline.
+    pub fn outline(&self) -> Outline {
+        Outline {
+            slot: self.slot,
+            rule: self.rule,
+            first: self.first,
+            parts: self
+                .parts
+                .iter()
+                .map(|part| (*part.filter.shape(), part.filter.items(), part.expires_at))
+                .collect(),
+        }
+    }
+}
+
+/// What [`Windowed::expire`] dropped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Expired {
+    /// Parts (sub-filters) dropped.
+    pub parts: usize,
+    /// Generations dropped whole.
+    pub generations: usize,
 }
 
 /// A filter that holds each item for a window of time: the value of a `BF.*` key reserved with
@@ -194,11 +408,12 @@ impl WindowedShape {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Windowed {
     shape: WindowedShape,
-    /// Oldest first, by slot; never two of one slot. Allocated to the exact count (a new one is
-    /// made once a slot), so that the bytes the filter takes depend on its generations alone.
+    /// Oldest first, one per slot; their parts' expiry times never decrease from the first part
+    /// of the first generation to the last of the last. Allocated to the exact count, so that the
+    /// bytes the filter takes depend on its parts alone.
     generations: Box<[Generation]>,
     /// While the filter is being rebuilt from dump chunks: as for a chain (see `crate::dump`).
-    pub(crate) restoring: Option<NonZeroU64>,
+    pub(crate) restoring: Option<std::num::NonZeroU64>,
 }
 
 impl Windowed {
@@ -211,25 +426,14 @@ impl Windowed {
         }
     }
 
-    /// A windowed filter rebuilt from stored generations, checked: oldest first, one per slot,
-    /// each built as this filter builds them.
+    /// A windowed filter rebuilt from stored generations, checked as one that this filter could
+    /// have made (see [`check_generations`]).
     pub fn from_parts(
         shape: WindowedShape,
         generations: Vec<Generation>,
     ) -> Result<Windowed, FilterError> {
-        for pair in generations.windows(2) {
-            if pair[0].slot >= pair[1].slot {
-                return Err(FilterError::Corrupt("generations out of order"));
-            }
-        }
-        if let Some(last) = generations.last() {
-            if shape.expiry(last.slot) == u64::MAX {
-                return Err(FilterError::Corrupt("generation slot out of range"));
-            }
-        }
-        for generation in &generations {
-            check_generation(&shape, generation.chain())?;
-        }
+        let outlines: Vec<Outline> = generations.iter().map(Generation::outline).collect();
+        check_generations(&shape, &outlines)?;
         Ok(Windowed {
             shape,
             generations: generations.into_boxed_slice(),
@@ -242,7 +446,7 @@ impl Windowed {
         &self.shape
     }
 
-    /// Every generation it holds, expired or not, oldest first.
+    /// Every generation it holds, oldest first, with their parts expired or not.
     pub fn generations(&self) -> &[Generation] {
         &self.generations
     }
@@ -251,126 +455,252 @@ impl Windowed {
         &mut self.generations
     }
 
-    /// The generations that hold items at `now`, oldest first.
+    /// The generations holding items at `now`, oldest first.
     pub fn live(&self, now: u64) -> impl DoubleEndedIterator<Item = &Generation> + Clone {
-        let shape = self.shape;
         self.generations
             .iter()
-            .filter(move |generation| shape.expiry(generation.slot) > now)
+            .filter(move |generation| generation.expires_at() > now)
     }
 
     /// True if the item may have been added within the window before `now` (and certainly was
     /// not, or was longer ago than the slack allows, if false).
     pub fn contains(&self, item: &[u8], now: u64) -> bool {
-        self.live(now)
-            .rev()
-            .any(|generation| generation.chain.contains(item))
+        self.contains_hash(&ItemHash::of(item), now)
     }
 
-    /// Items added to the generations live at `now`.
-    pub fn items(&self, now: u64) -> u64 {
-        self.live(now).map(|g| g.chain.items()).sum()
-    }
-
-    /// True if some generation has expired at `now`.
-    pub fn has_expired(&self, now: u64) -> bool {
-        self.generations
-            .first()
-            .is_some_and(|oldest| self.shape.expiry(oldest.slot) <= now)
-    }
-
-    /// Drops the generations that have expired at `now`; how many.
-    pub fn expire(&mut self, now: u64) -> usize {
-        let shape = self.shape;
-        let expired = self
-            .generations
-            .iter()
-            .take_while(|generation| shape.expiry(generation.slot) <= now)
-            .count();
-        if expired > 0 {
-            let mut generations = std::mem::take(&mut self.generations).into_vec();
-            generations.drain(..expired);
-            self.generations = generations.into_boxed_slice();
+    fn contains_hash(&self, hash: &ItemHash, now: u64) -> bool {
+        // Newest first; expiry times only grow towards the newest, so the first expired part ends
+        // the search.
+        for generation in self.generations.iter().rev() {
+            for (position, part) in generation.parts.iter().enumerate().rev() {
+                if part.expires_at <= now {
+                    return false;
+                }
+                if part.filter.contains(&generation.part_hash(hash, position)) {
+                    return true;
+                }
+            }
         }
+        false
+    }
+
+    /// Items it holds at `now`: those of its live parts.
+    pub fn items(&self, now: u64) -> u64 {
+        self.generations
+            .iter()
+            .flat_map(|generation| generation.live_parts(now))
+            .map(|part| part.filter.items())
+            .fold(0, u64::saturating_add)
+    }
+
+    /// When its oldest part expires (when a sweep next has something to drop), if it has one.
+    pub fn next_expiry(&self) -> Option<u64> {
+        let oldest = self.generations.first()?;
+        oldest.parts.first().map(|part| part.expires_at)
+    }
+
+    /// True if some part has expired at `now`.
+    pub fn has_expired(&self, now: u64) -> bool {
+        self.next_expiry().is_some_and(|expiry| expiry <= now)
+    }
+
+    /// Drops the parts that have expired at `now`, and the generations left with none.
+    pub fn expire(&mut self, now: u64) -> Expired {
+        let mut expired = Expired::default();
+        if !self.has_expired(now) {
+            return expired;
+        }
+        let mut generations = std::mem::take(&mut self.generations).into_vec();
+        let whole = generations
+            .iter()
+            .take_while(|generation| generation.expires_at() <= now)
+            .count();
+        expired.generations = whole;
+        expired.parts = generations[..whole]
+            .iter()
+            .map(|generation| generation.parts.len())
+            .sum();
+        generations.drain(..whole);
+        if let Some(oldest) = generations.first_mut() {
+            let gone = oldest
+                .parts
+                .iter()
+                .take_while(|part| part.expires_at <= now)
+                .count();
+            if gone > 0 {
+                let mut parts = std::mem::take(&mut oldest.parts).into_vec();
+                parts.drain(..gone);
+                oldest.parts = parts.into_boxed_slice();
+                // At most a part per 8th of the capacity plus the growths: the count fits.
+                oldest.first = oldest.first.saturating_add(gone as u32);
+                expired.parts += gone;
+            }
+        }
+        self.generations = generations.into_boxed_slice();
         expired
     }
 
     /// True if adding `items` new items at `now` could make it take more memory: a new slot's
-    /// generation, or the growth of the current one.
+    /// generation, or a new part.
     pub fn may_grow_within(&self, items: u64, now: u64) -> bool {
         match self.generations.last() {
             Some(newest) if newest.slot >= self.shape.slot_at(now) => {
-                newest.chain.may_grow_within(items)
+                newest.parts.last().is_none_or(|part| {
+                    let filter = &part.filter;
+                    items > filter.shape().capacity - filter.items()
+                })
             }
             _ => true,
         }
     }
 
-    /// When its newest generation expires, if it has one: when the whole filter is empty again,
-    /// and the time to live its key carries.
-    pub fn expires_at(&self) -> Option<u64> {
-        self.generations
-            .last()
-            .map(|generation| self.shape.expiry(generation.slot))
-    }
-
-    /// Adds an item at time `now`, as [`Chain::add`] does: `Ok(true)` if it was new. An item a
-    /// live generation holds answers false and keeps its place (its life is not extended). The
-    /// item goes into the generation of `now`'s slot, made if needed; time never runs backwards
-    /// for a filter (a `now` before its newest slot adds there). Expired generations are dropped
-    /// first. Past `max_bytes` (all generations together) a new generation or a growth is
-    /// refused, and nothing changes but the expiry.
+    /// Adds an item at time `now`: `Ok(true)` if it was new. An item a live part holds answers
+    /// false and keeps its place (its life is not extended). A new item goes into the generation
+    /// of `now`'s slot (made if needed; a `now` before the newest slot adds there), in its newest
+    /// part, or a new part past it, and that part then expires a window after `now`. Expired parts
+    /// are dropped first. Past `max_bytes` (the whole filter) a new part is refused, as past the
+    /// budget of a NONSCALING filter; either way nothing is added.
     pub fn add(&mut self, item: &[u8], now: u64, max_bytes: u64) -> Result<bool, FilterError> {
         self.expire(now);
-        if self.contains(item, now) {
+        let hash = ItemHash::of(item);
+        if self.contains_hash(&hash, now) {
             return Ok(false);
         }
-        let current = self.current_generation(now, max_bytes)?;
-        let others = self.planned_size() - self.generations[current].chain.planned_size();
-        self.generations[current]
-            .chain
-            .add(item, max_bytes.saturating_sub(others))
-            .map_err(|err| match err {
-                FilterError::TooLarge { bytes } => FilterError::TooLarge {
-                    bytes: bytes.saturating_add(others),
-                },
-                other => other,
-            })
+        self.insert_new(&hash, now, max_bytes)?;
+        Ok(true)
     }
 
-    /// The index of the generation that items added at `now` go into, made if the slot has none
-    /// yet.
-    fn current_generation(&mut self, now: u64, max_bytes: u64) -> Result<usize, FilterError> {
+    /// Inserts an item the filter does not hold.
+    fn insert_new(&mut self, hash: &ItemHash, now: u64, max_bytes: u64) -> Result<(), FilterError> {
         let slot = self.shape.slot_at(now);
-        let newest = self.generations.last().map(|g| g.slot);
-        if newest.is_none_or(|newest| slot > newest) {
-            let chain = self
-                .shape
-                .new_generation(max_bytes.saturating_sub(self.planned_size()))
-                .map_err(|err| match err {
-                    FilterError::TooLarge { bytes } => FilterError::TooLarge {
-                        bytes: bytes.saturating_add(self.planned_size()),
-                    },
-                    other => other,
-                })?;
-            let mut generations = std::mem::take(&mut self.generations).into_vec();
-            let room = generations.try_reserve_exact(1);
-            if room.is_ok() {
-                generations.push(Generation { slot, chain });
+        let current = match self.generations.last() {
+            Some(newest) if newest.slot >= slot => Some(self.generations.len() - 1),
+            _ => None,
+        };
+        let (slot, rule, index) = match current.map(|at| &self.generations[at]) {
+            Some(generation) => {
+                if generation.parts.last().is_some_and(|p| !p.filter.is_full()) {
+                    self.insert_in_newest_part(hash, now);
+                    return Ok(());
+                }
+                let index = generation.first as usize + generation.parts.len();
+                let index = u32::try_from(index).map_err(|_| FilterError::CannotGrow)?;
+                (generation.slot, generation.rule, index)
             }
-            self.generations = generations.into_boxed_slice();
-            room.map_err(|_| FilterError::OutOfMemory { bytes: 0 })?;
+            None => (slot, Rule::Budget(self.budget_at(slot)), 0),
+        };
+        let shape = self.shape.part_shape(rule, index)?;
+        let mut added = Part::planned_bytes(&shape);
+        if current.is_none() {
+            added = added.saturating_add(std::mem::size_of::<Generation>() as u64);
         }
-        Ok(self.generations.len() - 1)
+        let bytes = self.planned_size().saturating_add(added);
+        if bytes > max_bytes {
+            return Err(FilterError::TooLarge { bytes });
+        }
+        let part = Part {
+            filter: SubFilter::new(shape)?,
+            expires_at: 0,
+        };
+        match current {
+            Some(at) => {
+                let generation = &mut self.generations[at];
+                let mut parts = std::mem::take(&mut generation.parts).into_vec();
+                let room = parts.try_reserve_exact(1);
+                if room.is_ok() {
+                    parts.push(part);
+                }
+                generation.parts = parts.into_boxed_slice();
+                room.map_err(|_| FilterError::OutOfMemory { bytes: 0 })?;
+            }
+            None => {
+                let generation = Generation::from_parts(slot, rule, 0, vec![part]);
+                let mut generations = std::mem::take(&mut self.generations).into_vec();
+                let room = generations.try_reserve_exact(1);
+                if room.is_ok() {
+                    generations.push(generation);
+                }
+                self.generations = generations.into_boxed_slice();
+                room.map_err(|_| FilterError::OutOfMemory { bytes: 0 })?;
+            }
+        }
+        self.insert_in_newest_part(hash, now);
+        Ok(())
     }
 
-    /// Bytes the filter takes as `bf.max-filter-bytes` counts them: itself and every
-    /// generation's chain.
+    /// Sets the item's bits in the newest part (which has room) and moves its expiry to a window
+    /// after `now` (taken within the generation's slot, and never before an older part's).
+    fn insert_in_newest_part(&mut self, hash: &ItemHash, now: u64) {
+        let window = self.shape.window.as_millis();
+        let slot_millis = self.shape.window.slot_millis();
+        let Some(generation) = self.generations.last_mut() else {
+            return;
+        };
+        let start = generation.slot.saturating_mul(slot_millis);
+        let taken = now.clamp(start, start.saturating_add(slot_millis - 1));
+        let position = generation.parts.len() - 1;
+        let item_hash = generation.part_hash(hash, position);
+        let floor = position
+            .checked_sub(1)
+            .map_or(0, |older| generation.parts[older].expires_at);
+        let part = &mut generation.parts[position];
+        part.filter.insert(&item_hash);
+        part.expires_at = part.expires_at.max(floor).max(taken.saturating_add(window));
+    }
+
+    /// The items slot `slot` may take within the window: the capacity, less what the three
+    /// slots before it took.
+    fn budget_at(&self, slot: u64) -> u64 {
+        let held = self
+            .generations
+            .iter()
+            .filter(|generation| {
+                generation.slot < slot && generation.slot.saturating_add(GENERATIONS) > slot
+            })
+            .map(Generation::items)
+            .fold(0, u64::saturating_add);
+        self.shape.capacity.saturating_sub(held)
+    }
+
+    /// Bytes the filter takes as `bf.max-filter-bytes` counts them: itself, its generations and
+    /// every part with its bits.
     pub fn planned_size(&self) -> u64 {
+        let generation = std::mem::size_of::<Generation>() as u64;
         self.generations
             .iter()
-            .map(|g| g.chain.planned_size() + 8)
+            .map(|g| {
+                g.parts
+                    .iter()
+                    .map(|part| Part::planned_bytes(part.filter.shape()))
+                    .fold(generation, u64::saturating_add)
+            })
             .fold(std::mem::size_of::<Windowed>() as u64, u64::saturating_add)
+    }
+
+    /// Bytes an empty filter with one part (its first item's) would take: what creating it must
+    /// fit in.
+    pub fn first_item_bytes(shape: &WindowedShape) -> Result<u64, FilterError> {
+        let part = shape.part_shape(Rule::Budget(shape.capacity), 0)?;
+        Ok((std::mem::size_of::<Windowed>() as u64)
+            .saturating_add(std::mem::size_of::<Generation>() as u64)
+            .saturating_add(Part::planned_bytes(&part)))
+    }
+
+    /// Checks that the filter does not start in the future: its newest generation's slot starts
+    /// at most a window after `now` (an allowance for the clocks of servers that pass filters
+    /// between them). A filter from further ahead would hold its items for longer than its window.
+    pub fn check_clock(&self, now: u64) -> Result<(), FilterError> {
+        match self.generations.last() {
+            Some(newest)
+                if self.shape.slot_start(newest.slot)
+                    > now.saturating_add(self.shape.window.as_millis()) =>
+            {
+                Err(FilterError::Corrupt(
+                    "a generation starts more than a window after this server's clock",
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// A copy, or [`FilterError::OutOfMemory`].
@@ -379,10 +709,22 @@ impl Windowed {
         generations
             .try_reserve_exact(self.generations.len())
             .map_err(|_| FilterError::OutOfMemory { bytes: 0 })?;
-        for generation in &self.generations {
+        for generation in self.generations.iter() {
+            let mut parts = Vec::new();
+            parts
+                .try_reserve_exact(generation.parts.len())
+                .map_err(|_| FilterError::OutOfMemory { bytes: 0 })?;
+            for part in generation.parts.iter() {
+                parts.push(Part {
+                    filter: part.filter.try_clone()?,
+                    expires_at: part.expires_at,
+                });
+            }
             generations.push(Generation {
                 slot: generation.slot,
-                chain: generation.chain.try_clone()?,
+                rule: generation.rule,
+                first: generation.first,
+                parts: parts.into_boxed_slice(),
             });
         }
         Ok(Windowed {
@@ -401,42 +743,107 @@ impl Windowed {
             );
         }
         for generation in self.generations.iter() {
-            generation.chain.visit_allocations(visit);
+            if !generation.parts.is_empty() {
+                visit(
+                    generation.parts.as_ptr().cast(),
+                    std::mem::size_of_val(&*generation.parts),
+                );
+            }
+            for part in generation.parts.iter() {
+                part.filter.bits().visit_allocations(visit);
+            }
         }
     }
 }
 
-/// Checks that a stored generation's chain is one this filter builds: its first sub-filter is
-/// sized for the generation's capacity and error rate, and it grows as the filter's generations
-/// grow.
-fn check_generation(shape: &WindowedShape, chain: &Chain) -> Result<(), FilterError> {
-    if chain.growth() != shape.growth || chain.format() != crate::chain::Format::Native {
+/// Checks stored generations against what a windowed filter can hold, before any bit is read
+/// into them:
+/// - at most [`MAX_GENERATIONS`], one per slot, oldest first, spanning at most the window and
+///   its slack (five slots);
+/// - in each, at least one part, each of the shape its number gives under the generation's rule,
+///   every part but the newest full, the budget within the capacity;
+/// - each part expiring between a window after its slot starts and a window after it ends, never
+///   before the part before it.
+pub fn check_generations(
+    shape: &WindowedShape,
+    generations: &[Outline],
+) -> Result<(), FilterError> {
+    if generations.len() > MAX_GENERATIONS {
         return Err(FilterError::Corrupt(
-            "a generation not built for its windowed filter",
+            "more generations than a windowed filter keeps (5)",
         ));
     }
-    check_generation_shape(shape, chain.filters()[0].shape())
-}
-
-/// Checks that `first` is the first sub-filter a generation of this filter gets.
-pub(crate) fn check_generation_shape(
-    shape: &WindowedShape,
-    first: &Shape,
-) -> Result<(), FilterError> {
-    if first.capacity != shape.generation_capacity() || first.error != first_error(shape) {
-        return Err(FilterError::Corrupt(
-            "a generation not built for its windowed filter",
-        ));
+    for pair in generations.windows(2) {
+        if pair[0].slot >= pair[1].slot {
+            return Err(FilterError::Corrupt("generations out of order"));
+        }
+    }
+    if let (Some(oldest), Some(newest)) = (generations.first(), generations.last()) {
+        if newest.slot - oldest.slot > GENERATIONS {
+            return Err(FilterError::Corrupt(
+                "generations span more than a window and its slack",
+            ));
+        }
+        if shape.expiry(newest.slot) == u64::MAX {
+            return Err(FilterError::Corrupt("generation slot out of range"));
+        }
+    }
+    let mut floor = 0;
+    for generation in generations {
+        check_generation(shape, generation, &mut floor)?;
     }
     Ok(())
 }
 
-/// The error rate of a generation's first sub-filter.
-fn first_error(shape: &WindowedShape) -> f64 {
-    match shape.growth {
-        Growth::Scaling { .. } => shape.generation_error() / 2.0,
-        Growth::Fixed => shape.generation_error(),
+/// Checks one generation (see [`check_generations`]); `floor` is the expiry of the part before.
+fn check_generation(
+    shape: &WindowedShape,
+    generation: &Outline,
+    floor: &mut u64,
+) -> Result<(), FilterError> {
+    if generation.parts.is_empty() {
+        return Err(FilterError::Corrupt("a generation without sub-filters"));
     }
+    if let Rule::Budget(budget) = generation.rule {
+        if budget > shape.capacity {
+            return Err(FilterError::Corrupt(
+                "a generation's budget over the capacity",
+            ));
+        }
+    }
+    let start = shape.slot_start(generation.slot);
+    let earliest = start.saturating_add(shape.window.as_millis());
+    let latest = earliest.saturating_add(shape.window.slot_millis());
+    let newest = generation.parts.len() - 1;
+    let mut capacity = 0u64;
+    for (position, (stored, items, expiry)) in generation.parts.iter().enumerate() {
+        let index = u32::try_from(generation.first as usize + position)
+            .map_err(|_| FilterError::Corrupt("a part number out of range"))?;
+        let expected = shape
+            .part_shape(generation.rule, index)
+            .map_err(|_| FilterError::Corrupt("a part past what its generation can grow"))?;
+        if *stored != expected || expected.error.to_bits() != stored.error.to_bits() {
+            return Err(FilterError::Corrupt(
+                "a part not sized as its generation sizes it",
+            ));
+        }
+        if *items > expected.capacity || (position < newest && *items != expected.capacity) {
+            return Err(FilterError::Corrupt(
+                "a part's items: over its capacity, or an older part not full",
+            ));
+        }
+        if *expiry < earliest || *expiry > latest || *expiry < *floor {
+            return Err(FilterError::Corrupt(
+                "a part's expiry outside its generation's slot",
+            ));
+        }
+        *floor = *expiry;
+        capacity = capacity
+            .checked_add(expected.capacity)
+            .filter(|total| *total <= MAX_CAPACITY)
+            .ok_or(FilterError::Corrupt("a generation's capacity out of range"))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,190 @@
+//! The module's work outside commands: the sweep's timer and the keyspace and server events it
+//! listens to (see `crate::sweep`). A [`Background`] is the context the server gives such a
+//! callback, with what the sweep asks of it.
+
+use crate::glue::guard::guarded;
+use crate::glue::key::{Access, FilterKey};
+use redis_module::raw;
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int, c_void};
+
+/// The context of a timer or event callback.
+pub struct Background {
+    ctx: *mut raw::RedisModuleCtx,
+}
+
+/// The server's clock, in milliseconds since the epoch.
+pub fn now() -> u64 {
+    // SAFETY: a function the server filled in at load.
+    let now = unsafe { raw::RedisModule_Milliseconds.unwrap()() };
+    u64::try_from(now).unwrap_or(0)
+}
+
+impl Background {
+    /// Wraps the context of a callback or a command.
+    ///
+    /// # Safety
+    /// `ctx` must be valid for as long as the wrapper is used.
+    pub unsafe fn new(ctx: *mut raw::RedisModuleCtx) -> Background {
+        Background { ctx }
+    }
+
+    fn flags(&self) -> u32 {
+        // SAFETY: a valid context.
+        unsafe { raw::RedisModule_GetContextFlags.unwrap()(self.ctx) as u32 }
+    }
+
+    /// True on a primary that is not loading: where the sweep may write.
+    pub fn may_write(&self) -> bool {
+        let flags = self.flags();
+        flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0
+            && flags & raw::REDISMODULE_CTX_FLAGS_LOADING == 0
+    }
+
+    /// The selected database.
+    pub fn db(&self) -> i32 {
+        // SAFETY: a valid context.
+        unsafe { raw::RedisModule_GetSelectedDb.unwrap()(self.ctx) }
+    }
+
+    /// Selects database `db`; false if there is none of that number.
+    pub fn select_db(&self, db: i32) -> bool {
+        // SAFETY: a valid context.
+        unsafe { raw::RedisModule_SelectDb.unwrap()(self.ctx, db) == raw::REDISMODULE_OK as c_int }
+    }
+
+    /// Opens key `name` of the selected database, without touching its idle time.
+    pub fn open(&self, name: &[u8], access: Access) -> FilterKey {
+        // SAFETY: the context outlives the key, which the caller drops first.
+        unsafe { FilterKey::open_name(self.ctx, name, access) }
+    }
+
+    /// Propagates `command` with `args` to replicas and the AOF, in the selected database.
+    pub fn replicate(&self, command: &CStr, args: &[&[u8]]) {
+        let strings: Vec<*mut raw::RedisModuleString> = args
+            .iter()
+            .map(|bytes| {
+                // SAFETY: a valid buffer; freed below.
+                unsafe {
+                    raw::RedisModule_CreateString.unwrap()(
+                        std::ptr::null_mut(),
+                        bytes.as_ptr().cast::<c_char>(),
+                        bytes.len(),
+                    )
+                }
+            })
+            .collect();
+        let mut argv = strings.clone();
+        // SAFETY: a valid context; "v" takes an array of strings and its length, which the
+        // server copies or retains as it needs.
+        unsafe {
+            raw::RedisModule_Replicate.unwrap()(
+                self.ctx,
+                command.as_ptr(),
+                c"v".as_ptr(),
+                argv.as_mut_ptr(),
+                argv.len(),
+            );
+        }
+        for string in strings {
+            // SAFETY: made above without a context, freed once.
+            unsafe { raw::RedisModule_FreeString.unwrap()(std::ptr::null_mut(), string) };
+        }
+    }
+
+    /// Starts the sweep's timer, to fire in `delay` milliseconds.
+    pub fn start_timer(&self, delay: u64) {
+        // SAFETY: a valid context and a callback of the expected signature.
+        unsafe {
+            raw::RedisModule_CreateTimer.unwrap()(
+                self.ctx,
+                i64::try_from(delay).unwrap_or(i64::MAX),
+                Some(on_timer),
+                std::ptr::null_mut(),
+            );
+        }
+    }
+}
+
+extern "C" fn on_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
+    guarded(
+        ctx,
+        "the sweep",
+        || (),
+        || {
+            // SAFETY: the timer callback's own context.
+            crate::sweep::tick(&unsafe { Background::new(ctx) });
+        },
+    );
+}
+
+/// Listens to the events by which a filter enters a key without a command of this module (see
+/// `crate::sweep`), and to SWAPDB.
+pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    let types = raw::REDISMODULE_NOTIFY_GENERIC | raw::REDISMODULE_NOTIFY_LOADED;
+    // SAFETY: a valid load-time context and a callback of the expected signature.
+    let subscribed = unsafe {
+        raw::RedisModule_SubscribeToKeyspaceEvents.unwrap()(ctx, types as c_int, Some(on_keyspace))
+    };
+    if subscribed != raw::REDISMODULE_OK as c_int {
+        return Err("could not subscribe to keyspace events".into());
+    }
+    // SAFETY: as above; the event is a static of the module API.
+    unsafe {
+        raw::RedisModule_SubscribeToServerEvent.unwrap()(
+            ctx,
+            raw::RedisModuleEvent_SwapDB,
+            Some(on_swapdb),
+        );
+    }
+    Ok(())
+}
+
+extern "C" fn on_keyspace(
+    ctx: *mut raw::RedisModuleCtx,
+    _type: c_int,
+    event: *const c_char,
+    key: *mut raw::RedisModuleString,
+) -> c_int {
+    guarded(
+        ctx,
+        "a keyspace event",
+        || (),
+        || {
+            // SAFETY: the server passes a NUL-terminated event name and the key's string, both
+            // valid for the callback.
+            let (event, name) = unsafe {
+                let mut len = 0;
+                let ptr = raw::RedisModule_StringPtrLen.unwrap()(key, &mut len);
+                (
+                    CStr::from_ptr(event).to_bytes(),
+                    std::slice::from_raw_parts(ptr.cast::<u8>(), len),
+                )
+            };
+            // SAFETY: the callback's own context.
+            crate::sweep::on_event(&unsafe { Background::new(ctx) }, event, name);
+        },
+    );
+    raw::REDISMODULE_OK as c_int
+}
+
+extern "C" fn on_swapdb(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    _subevent: u64,
+    data: *mut c_void,
+) {
+    guarded(
+        ctx,
+        "a SWAPDB event",
+        || (),
+        || {
+            if data.is_null() {
+                return;
+            }
+            // SAFETY: the server passes a RedisModuleSwapDbInfo for this event.
+            let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
+            crate::sweep::on_swapdb(info.dbnum_first, info.dbnum_second);
+        },
+    );
+}

@@ -1,0 +1,286 @@
+//! Idle windowed filters forget too. A write to a windowed filter drops its expired parts itself;
+//! for a key nothing writes to any more, the sweep does: within about a second of a part's expiry
+//! it drops it, returns its memory, and propagates the change to replicas and the AOF exactly as
+//! a write would (`BF.INSERT key ... AT now ITEMS`, with no item). The key itself stays, as an
+//! empty windowed filter once everything has expired, so that a later `BF.ADD` still forgets on
+//! schedule (users who want an idle filter gone set their own EXPIRE, or DEL it).
+//!
+//! The module keeps a registry of the windowed keys it knows of, each with the time its oldest
+//! part expires. A write registers its key when it makes or drops a part, and so do the ways a
+//! filter enters a key without a command of this module: RDB loading (at start, `DEBUG RELOAD`, a
+//! replica's full sync), `RESTORE`, `COPY`, `RENAME` and `MOVE`; `SWAPDB` swaps the registry's
+//! databases. A timer looks at the registry at most a second after its earliest entry is due. An
+//! entry whose key no longer holds a windowed filter is forgotten; a filter the registry never
+//! heard of is still swept by its next write. Only a primary that is not loading writes; a replica
+//! keeps its registry (fed by the writes it replays) for the day it is promoted.
+
+use crate::datatype::memory_usage;
+use crate::glue::background::{self, Background};
+use crate::glue::key::Access;
+use crate::stats;
+use bf_filter::Filter;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// The longest the timer waits between two looks at the registry, in milliseconds.
+const MAX_DELAY: u64 = 1000;
+/// The most keys one look sweeps (the rest wait for the next, a millisecond later).
+const BATCH: usize = 1000;
+
+/// The windowed keys known to this server, by database and name, with the time each next has a
+/// part to drop.
+#[derive(Debug, Default)]
+pub struct Registry {
+    by_due: BTreeSet<(u64, i32, Vec<u8>)>,
+    by_key: BTreeMap<(i32, Vec<u8>), u64>,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub const fn new() -> Registry {
+        Registry {
+            by_due: BTreeSet::new(),
+            by_key: BTreeMap::new(),
+        }
+    }
+
+    /// Notes that `key` of database `db` has something to drop at `due`; an earlier time already
+    /// noted stays (the sweep then finds nothing yet, and notes the real time).
+    pub fn schedule(&mut self, db: i32, key: &[u8], due: u64) {
+        let entry = (db, key.to_vec());
+        if let Some(&known) = self.by_key.get(&entry) {
+            if known <= due {
+                return;
+            }
+            self.by_due.remove(&(known, db, entry.1.clone()));
+        }
+        self.by_due.insert((due, db, entry.1.clone()));
+        self.by_key.insert(entry, due);
+    }
+
+    /// The earliest time something is due.
+    pub fn next_due(&self) -> Option<u64> {
+        self.by_due.first().map(|(due, _, _)| *due)
+    }
+
+    /// Takes out up to `limit` keys due at `now`, earliest first.
+    pub fn take_due(&mut self, now: u64, limit: usize) -> Vec<(i32, Vec<u8>)> {
+        let mut taken = Vec::new();
+        while taken.len() < limit {
+            match self.by_due.first() {
+                Some((due, _, _)) if *due <= now => {}
+                _ => break,
+            }
+            if let Some((_, db, key)) = self.by_due.pop_first() {
+                self.by_key.remove(&(db, key.clone()));
+                taken.push((db, key));
+            }
+        }
+        taken
+    }
+
+    /// Databases `a` and `b` swapped their keys (SWAPDB).
+    pub fn swap_db(&mut self, a: i32, b: i32) {
+        let swap = |db: i32| match db {
+            db if db == a => b,
+            db if db == b => a,
+            db => db,
+        };
+        let entries: Vec<(u64, i32, Vec<u8>)> = std::mem::take(&mut self.by_due)
+            .into_iter()
+            .map(|(due, db, key)| (due, swap(db), key))
+            .collect();
+        self.by_key = entries
+            .iter()
+            .map(|(due, db, key)| ((*db, key.clone()), *due))
+            .collect();
+        self.by_due = entries.into_iter().collect();
+    }
+
+    /// Keys registered.
+    pub fn len(&self) -> usize {
+        self.by_key.len()
+    }
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry::new());
+/// True while a timer is pending: it re-arms itself as long as the registry has entries.
+static ARMED: AtomicBool = AtomicBool::new(false);
+/// The next expiry of the windowed filter RDB loading just read, for the `loaded` event that
+/// follows it (which names the key); `None` for anything else.
+static LOADED: Mutex<Option<u64>> = Mutex::new(None);
+
+fn registry() -> MutexGuard<'static, Registry> {
+    // The registry holds no invariant a panic could break halfway: use it as it is.
+    REGISTRY
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Registers `key` of database `db`, which holds a windowed filter that next has something to
+/// drop at `due`, and makes sure the timer will look at it.
+pub fn schedule(bg: &Background, db: i32, key: &[u8], due: u64) {
+    registry().schedule(db, key, due);
+    arm(bg, due);
+}
+
+/// Starts the timer (if none is pending) for `due`, at most [`MAX_DELAY`] from now.
+fn arm(bg: &Background, due: u64) {
+    if !ARMED.swap(true, Ordering::Relaxed) {
+        let delay = due.saturating_sub(background::now()).clamp(1, MAX_DELAY);
+        bg.start_timer(delay);
+    }
+}
+
+/// The timer's work: sweeps the keys that are due (on a primary), then re-arms.
+pub fn tick(bg: &Background) {
+    ARMED.store(false, Ordering::Relaxed);
+    if bg.may_write() {
+        let now = background::now();
+        let due = registry().take_due(now, BATCH);
+        for (db, key) in due {
+            sweep_key(bg, db, &key, now);
+        }
+    }
+    let next = registry().next_due();
+    if let Some(next) = next {
+        arm(bg, next);
+    }
+}
+
+/// Drops what has expired at `now` in the windowed filter at `key` of `db`, if it still holds
+/// one, propagates that, and registers the key again for its next expiry.
+fn sweep_key(bg: &Background, db: i32, name: &[u8], now: u64) {
+    if !bg.select_db(db) {
+        return;
+    }
+    let mut key = bg.open(name, Access::Write);
+    let Ok(Some(filter)) = key.filter_mut() else {
+        return;
+    };
+    // A filter being restored is registered again by its last chunk.
+    if filter.restoring().is_some() {
+        return;
+    }
+    let Filter::Windowed(windowed) = filter else {
+        return;
+    };
+    let shape = *windowed.shape();
+    if filter.has_expired(now) {
+        let before = memory_usage(filter);
+        let expired = filter.expire(now);
+        stats::generations_expired(expired.generations);
+        stats::parts_swept(expired.parts);
+        stats::filter_resized(before, filter);
+        let words = crate::commands::window::time_change(&shape, now);
+        let mut args: Vec<&[u8]> = vec![name];
+        args.extend(words.iter().map(|word| word.as_bytes()));
+        bg.replicate(c"BF.INSERT", &args);
+    }
+    if let Some(next) = filter.next_expiry() {
+        drop(key);
+        schedule(bg, db, name, next);
+    }
+}
+
+/// Keys the sweep watches (for `INFO bf`).
+pub fn tracked() -> usize {
+    registry().len()
+}
+
+/// RDB loading read a filter; the `loaded` event for its key comes next.
+pub fn note_loaded(filter: &Filter) {
+    let next = match filter {
+        Filter::Windowed(_) => filter.next_expiry(),
+        Filter::Chain(_) => None,
+    };
+    *LOADED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = next;
+}
+
+/// A keyspace event: registers a windowed filter that came into `key` (of the event's
+/// database) by loading, RESTORE, COPY, RENAME or MOVE.
+pub fn on_event(bg: &Background, event: &[u8], key: &[u8]) {
+    let db = bg.db();
+    match event {
+        b"loaded" => {
+            let loaded = LOADED
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take();
+            if let Some(due) = loaded {
+                schedule(bg, db, key, due);
+            }
+        }
+        b"restore" | b"copy_to" | b"rename_to" | b"move_to" => {
+            let next = {
+                let opened = bg.open(key, Access::Read);
+                match opened.filter() {
+                    Ok(Some(filter @ Filter::Windowed(_))) if filter.restoring().is_none() => {
+                        filter.next_expiry()
+                    }
+                    _ => None,
+                }
+            };
+            if let Some(due) = next {
+                schedule(bg, db, key, due);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// SWAPDB swapped databases `a` and `b`.
+pub fn on_swapdb(a: i32, b: i32) {
+    registry().swap_db(a, b);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_is_registered_once_at_its_earliest_time() {
+        let mut registry = Registry::new();
+        registry.schedule(0, b"a", 500);
+        registry.schedule(0, b"a", 700);
+        registry.schedule(0, b"a", 300);
+        registry.schedule(1, b"a", 400);
+        registry.schedule(0, b"b", 600);
+        assert_eq!(registry.len(), 3);
+        assert_eq!(registry.next_due(), Some(300));
+        assert_eq!(registry.take_due(299, 10), vec![]);
+        assert_eq!(
+            registry.take_due(500, 10),
+            vec![(0, b"a".to_vec()), (1, b"a".to_vec())]
+        );
+        assert_eq!(registry.len(), 1);
+        assert_eq!(registry.next_due(), Some(600));
+    }
+
+    #[test]
+    fn a_look_takes_at_most_its_batch() {
+        let mut registry = Registry::new();
+        for i in 0..10u32 {
+            registry.schedule(0, &i.to_le_bytes(), u64::from(i));
+        }
+        assert_eq!(registry.take_due(100, 4).len(), 4);
+        assert_eq!(registry.len(), 6);
+        assert_eq!(registry.next_due(), Some(4));
+    }
+
+    #[test]
+    fn swapdb_moves_entries_between_databases() {
+        let mut registry = Registry::new();
+        registry.schedule(0, b"a", 10);
+        registry.schedule(1, b"b", 20);
+        registry.schedule(2, b"c", 30);
+        registry.swap_db(0, 1);
+        assert_eq!(
+            registry.take_due(100, 10),
+            vec![(1, b"a".to_vec()), (0, b"b".to_vec()), (2, b"c".to_vec())]
+        );
+    }
+}
