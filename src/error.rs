@@ -65,6 +65,8 @@ pub enum BfError {
     BadTime,
     /// `AT` from a client: only a primary or the AOF may say what time it is.
     TimeFromClient,
+    /// `AT` in an AOF more than a window ahead of this server's clock.
+    TimeAhead,
     /// An add or lookup on a filter that BF.LOADCHUNK is still rebuilding.
     BeingRestored { loaded: u64, total: u64 },
     /// A BF.LOADCHUNK data chunk for a filter that is not being restored.
@@ -168,6 +170,9 @@ impl fmt::Display for BfError {
                  including, 1 for a windowed filter"
             ),
             BfError::BadTime => f.write_str("ERR bad time: AT takes a whole number of milliseconds"),
+            BfError::TimeAhead => f.write_str(
+                "ERR bad time: AT is more than a window ahead of this server's clock",
+            ),
             BfError::TimeFromClient => f.write_str(
                 "ERR AT is only taken from a primary or the AOF: a windowed filter keeps the \
                  primary's time",

@@ -240,6 +240,14 @@ fn add_items(
         Some(_) => at.unwrap_or_else(|| call.now()),
         None => 0,
     };
+    if let Some(shape) = windowed {
+        if super::window::time_ahead(call, at, &shape) {
+            if created.is_some() {
+                key.delete();
+            }
+            return Err(BfError::TimeAhead);
+        }
+    }
     let items = first_item..args.len();
     // Growth (and, for a windowed filter, dropping what expired) are the only changes of size,
     // and growth the only thing the size limit bounds: ask for the limit and measure the bytes

@@ -79,17 +79,17 @@ pub fn loadchunk(call: &Call) -> Result<(), BfError> {
         let filter = header
             .into_filter()
             .map_err(|err| BfError::from_filter(err, &limit))?;
-        if given != 0 && given != dump_tag(&filter) {
-            return Err(BfError::ChunkOfAnotherDump);
-        }
         // A filter from further ahead than a window would hold its items past their time. (A
-        // primary or the AOF is obeyed: its own server checked the chunk when it took it.)
+        // primary is obeyed: its clock is the filter's, and it checked the chunk.)
         if let Filter::Windowed(windowed) = &filter {
-            if !call.is_replay() {
+            if !call.is_from_primary() {
                 windowed
                     .check_clock(call.now())
                     .map_err(BfError::from_chunk)?;
             }
+        }
+        if given != 0 && given != dump_tag(&filter) {
+            return Err(BfError::ChunkOfAnotherDump);
         }
         key.create(filter)?;
     } else {

@@ -7,7 +7,9 @@
 //!   parts with the same expiry (and builds the same filter if the key is missing there).
 //! - A change of time alone (expired parts dropped by a write that added nothing, or by the sweep)
 //!   propagates the same way with no item.
-//! - `AT` is taken from a primary or the AOF only: a client cannot move a filter's time.
+//! - `AT` is taken from a primary or the AOF only: a client cannot move a filter's time. An AOF
+//!   being loaded is checked as every loader is: a time more than a window ahead of this
+//!   server's clock is refused (a primary's stream is obeyed: its clock is the filter's).
 //! - After a write that made or dropped a part, the key is registered with the sweep
 //!   (`crate::sweep`), which drops what expires if nothing writes to the key again.
 
@@ -32,6 +34,14 @@ pub fn check_at(call: &Call, at: Option<u64>) -> Result<(), BfError> {
         return Err(BfError::TimeFromClient);
     }
     Ok(())
+}
+
+/// True if `at`, read from an AOF being loaded, is more than a window ahead of this server's
+/// clock: such a time could come from no real write (see `bf_filter::window`, `check_clock`).
+pub fn time_ahead(call: &Call, at: Option<u64>, shape: &WindowedShape) -> bool {
+    at.is_some_and(|at| {
+        !call.is_from_primary() && at > call.now().saturating_add(shape.window.as_millis())
+    })
 }
 
 /// Registers the key at argument 1 with the sweep, if it holds a windowed filter with something

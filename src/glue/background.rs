@@ -129,13 +129,14 @@ pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
     if subscribed != raw::REDISMODULE_OK as c_int {
         return Err("could not subscribe to keyspace events".into());
     }
-    // SAFETY: as above; the event is a static of the module API.
+    // The header's RedisModuleEvent_SwapDB is a static of the C header, not a symbol: made here.
+    let swapdb = raw::RedisModuleEvent {
+        id: raw::REDISMODULE_EVENT_SWAPDB,
+        dataver: 1,
+    };
+    // SAFETY: as above.
     unsafe {
-        raw::RedisModule_SubscribeToServerEvent.unwrap()(
-            ctx,
-            raw::RedisModuleEvent_SwapDB,
-            Some(on_swapdb),
-        );
+        raw::RedisModule_SubscribeToServerEvent.unwrap()(ctx, swapdb, Some(on_swapdb));
     }
     Ok(())
 }

@@ -117,6 +117,11 @@ impl<'a> Call<'a> {
         self.flags() & raw::REDISMODULE_CTX_FLAGS_RESP3 != 0
     }
 
+    /// True when the command comes from this server's primary (its replication stream).
+    pub fn is_from_primary(&self) -> bool {
+        self.flags() & raw::REDISMODULE_CTX_FLAGS_REPLICATED != 0
+    }
+
     /// True when the command comes from a primary or an AOF being loaded: it must apply exactly
     /// as it did where it was first run, whatever this server's own settings.
     pub fn is_replay(&self) -> bool {

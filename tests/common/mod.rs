@@ -577,3 +577,57 @@ pub fn loadchunk(conn: &mut Conn, key: &str, iterator: i64, data: &[u8]) -> Fram
 pub fn digest(conn: &mut Conn, key: &str) -> Frame {
     conn.call(&["DEBUG", "DIGEST-VALUE", key])
 }
+
+/// Milliseconds since the Unix epoch (the server's clock too: same machine).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// Sleeps until the clock reads `at` (milliseconds since the epoch).
+pub fn sleep_until(at: u64) {
+    let now = now_ms();
+    if at > now {
+        sleep(Duration::from_millis(at - now));
+    }
+}
+
+/// Sleeps until `offset` milliseconds into the next slot of `slot` milliseconds.
+pub fn sleep_into_next_slot(slot: u64, offset: u64) {
+    sleep_until((now_ms() / slot + 1) * slot + offset);
+}
+
+/// The text of an error reply; panics on anything else.
+pub fn error_text(reply: &Frame) -> String {
+    match reply {
+        Frame::Error(text) => text.clone(),
+        other => panic!("not an error: {other:?}"),
+    }
+}
+
+/// A field of `INFO bf`, as a number.
+pub fn info_bf(server: &Server, field: &str) -> u64 {
+    server.info_field("bf", field).parse().unwrap()
+}
+
+/// The `generation from:<ms> until:<ms> size:<n>` lines of BF.DEBUG, as (from, until, size).
+pub fn generations(conn: &mut Conn, key: &str) -> Vec<(u64, u64, u64)> {
+    debug_lines(conn, key)
+        .iter()
+        .filter_map(|line| line.strip_prefix("generation "))
+        .map(|line| {
+            let fields: Vec<u64> = line
+                .split(' ')
+                .map(|field| field.split_once(':').unwrap().1.parse().unwrap())
+                .collect();
+            (fields[0], fields[1], fields[2])
+        })
+        .collect()
+}
+
+/// BF.INFO's Size of a key.
+pub fn bf_size(conn: &mut Conn, key: &str) -> i64 {
+    conn.call(&["BF.INFO", key, "SIZE"]).items()[0].int()
+}

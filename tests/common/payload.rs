@@ -71,6 +71,30 @@ impl Envelope {
         self.seal(out)
     }
 
+    /// The fields a real payload holds, as the module saved them.
+    pub fn fields(&self, full: &[u8]) -> Vec<Field> {
+        let mut body = &full[self.head.len()..full.len() - 10];
+        let mut fields = Vec::new();
+        loop {
+            let opcode = take_length(&mut body);
+            match opcode {
+                0 => return fields,
+                2 => fields.push(Field::Unsigned(take_length(&mut body))),
+                4 => {
+                    let (value, rest) = body.split_first_chunk::<8>().unwrap();
+                    fields.push(Field::Double(f64::from_le_bytes(*value)));
+                    body = rest;
+                }
+                5 => {
+                    let len = take_length(&mut body) as usize;
+                    fields.push(Field::Buffer(body[..len].to_vec()));
+                    body = &body[len..];
+                }
+                other => panic!("opcode {other}"),
+            }
+        }
+    }
+
     /// Bytes of the body (the saved fields and the end opcode) of a full payload.
     pub fn body_len(&self, full: &[u8]) -> usize {
         full.len() - 10 - self.head.len()
@@ -109,6 +133,20 @@ fn length_size(first: u8) -> usize {
         _ if first == 0x81 => 9,
         _ => panic!("not a plain length: {first:#x}"),
     }
+}
+
+/// Reads an RDB length (the inverse of [`encode_length`]).
+fn take_length(input: &mut &[u8]) -> u64 {
+    let size = length_size(input[0]);
+    let bytes = &input[..size];
+    let value = match size {
+        1 => u64::from(bytes[0] & 0x3f),
+        2 => u64::from(bytes[0] & 0x3f) << 8 | u64::from(bytes[1]),
+        5 => u64::from(u32::from_be_bytes(bytes[1..5].try_into().unwrap())),
+        _ => u64::from_be_bytes(bytes[1..9].try_into().unwrap()),
+    };
+    *input = &input[size..];
+    value
 }
 
 /// RDB's length encoding.

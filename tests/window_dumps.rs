@@ -1,0 +1,440 @@
+//! Windowed filters in every loader, against forged input (issue 22, item 1): no loader (chunks,
+//! RESTORE and so RDB, the AOF) takes a windowed filter whose generations no real filter could
+//! have (more than five, spanning more than the window and its slack, starting more than a window
+//! ahead of the clock); nothing is left at the key. And dumps taken while the filter changes
+//! (item 2): they either load complete, as the header described the filter, or fail loudly at
+//! BF.SCANDUMP or BF.LOADCHUNK; never short.
+
+mod common;
+
+use common::payload::{Envelope, Field};
+use common::{
+    bf_size, error_text, generations, loadchunk, now_ms, sleep_into_next_slot, sleep_until, Conn,
+    Frame, Options, Server,
+};
+
+/// A 2-second window: slots of 500 ms.
+const SLOT: u64 = 500;
+
+fn ok(conn: &mut Conn, command: &[&str]) {
+    assert_eq!(conn.call(command), Frame::ok(), "{command:?}");
+}
+
+fn madd(conn: &mut Conn, key: &str, items: &[String]) -> Frame {
+    let mut command = vec!["BF.MADD", key];
+    command.extend(items.iter().map(String::as_str));
+    conn.call(&command)
+}
+
+fn names(prefix: &str, count: usize) -> Vec<String> {
+    (0..count).map(|i| format!("{prefix}:{i}")).collect()
+}
+
+/// `BF.SCANDUMP key iterator`: (next iterator, bytes), or the error.
+fn scan(conn: &mut Conn, key: &str, iterator: i64) -> Result<(i64, Vec<u8>), Frame> {
+    let reply = conn.call(&["BF.SCANDUMP", key, &iterator.to_string()]);
+    if reply.is_error() {
+        return Err(reply);
+    }
+    let items = reply.items();
+    Ok((items[0].int(), items[1].bytes()))
+}
+
+/// The generations of a windowed dump header (version 3), as (offset, slot, parts).
+fn header_generations(header: &[u8]) -> Vec<(usize, u64, usize)> {
+    assert_eq!(&header[..8], b"redis-bf");
+    assert_eq!(u32::from_le_bytes(header[8..12].try_into().unwrap()), 3);
+    let count = u32::from_le_bytes(header[40..44].try_into().unwrap());
+    let mut at = 44;
+    let mut generations = Vec::new();
+    for _ in 0..count {
+        let slot = u64::from_le_bytes(header[at..at + 8].try_into().unwrap());
+        let parts = u32::from_le_bytes(header[at + 24..at + 28].try_into().unwrap()) as usize;
+        generations.push((at, slot, parts));
+        at += 28 + 44 * parts;
+    }
+    assert_eq!(at, header.len());
+    generations
+}
+
+/// The generation at `at` (with `parts` parts), moved `slots` slots later: its slot and its
+/// parts' expiry, consistently.
+fn moved(header: &[u8], at: usize, parts: usize, slots: u64) -> Vec<u8> {
+    let mut generation = header[at..at + 28 + 44 * parts].to_vec();
+    let slot = u64::from_le_bytes(generation[..8].try_into().unwrap()) + slots;
+    generation[..8].copy_from_slice(&slot.to_le_bytes());
+    for part in 0..parts {
+        let expiry_at = 28 + part * 44 + 36;
+        let expiry = u64::from_le_bytes(generation[expiry_at..expiry_at + 8].try_into().unwrap());
+        let later = expiry + slots * SLOT;
+        generation[expiry_at..expiry_at + 8].copy_from_slice(&later.to_le_bytes());
+    }
+    generation
+}
+
+/// A header with `count` generations: the first of `header`, and copies of it `shifts` slots
+/// later.
+fn with_generations(header: &[u8], shifts: &[u64]) -> Vec<u8> {
+    let (at, _, parts) = header_generations(header)[0];
+    let mut forged = header[..44].to_vec();
+    forged[40..44].copy_from_slice(&(shifts.len() as u32).to_le_bytes());
+    for &shift in shifts {
+        forged.extend(moved(header, at, parts, shift));
+    }
+    forged
+}
+
+/// A windowed filter of one item in one part, its dump (header and data chunk).
+fn one_item_filter(conn: &mut Conn) -> Vec<(i64, Vec<u8>)> {
+    ok(conn, &["BF.RESERVE", "src", "0.01", "100", "WINDOW", "2"]);
+    assert_eq!(conn.call(&["BF.ADD", "src", "item"]), Frame::Int(1));
+    common::scandump(conn, "src")
+}
+
+#[test]
+fn loadchunk_refuses_generations_no_real_filter_has_and_leaves_nothing() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let chunks = one_item_filter(&mut conn);
+    // Forged headers go with untagged iterators (a forger does not know a dump's tag; LOADCHUNK
+    // takes untagged ones, as written by the first release of windowed filters).
+    let untagged = |iterator: i64| iterator & ((1 << 48) - 1);
+    let (header_iterator, header) = (untagged(chunks[0].0), chunks[0].1.clone());
+    let invalid = |what: &str| Frame::error(&format!("ERR invalid chunk: {what}"));
+    let too_many = invalid("more generations than a windowed filter keeps (5)");
+    // The count alone says 20,000 (before: 20,000 generations, a 4-second MEXISTS).
+    let mut count = header.clone();
+    count[40..44].copy_from_slice(&20_000u32.to_le_bytes());
+    let cases = [
+        ("20,000 generations", count, too_many.clone()),
+        (
+            "six generations",
+            with_generations(&header, &[0, 1, 2, 3, 4, 5]),
+            too_many,
+        ),
+        (
+            "five generations over six slots",
+            with_generations(&header, &[0, 1, 2, 3, 5]),
+            invalid("generations span more than a window and its slack"),
+        ),
+        (
+            "a generation a minute ahead",
+            with_generations(&header, &[120]),
+            invalid("a generation starts more than a window after this server's clock"),
+        ),
+    ];
+    for (what, forged, expected) in cases {
+        assert_eq!(
+            loadchunk(&mut conn, "forged", header_iterator, &forged),
+            expected,
+            "{what}"
+        );
+        assert_eq!(conn.call(&["EXISTS", "forged"]), Frame::Int(0), "{what}");
+    }
+    // Within a window of the clock (a primary's a little ahead), it is taken, and loads.
+    let ahead = with_generations(&header, &[3]);
+    assert_eq!(
+        loadchunk(&mut conn, "near", header_iterator, &ahead),
+        Frame::ok()
+    );
+    assert_eq!(
+        loadchunk(&mut conn, "near", untagged(chunks[1].0), &chunks[1].1),
+        Frame::ok()
+    );
+    assert_eq!(conn.call(&["BF.EXISTS", "near", "item"]), Frame::Int(1));
+}
+
+#[test]
+fn restore_refuses_generations_no_real_filter_has() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    one_item_filter(&mut conn);
+    let payload = conn.call(&["DUMP", "src"]).bytes();
+    let envelope = Envelope::from_dump(&payload);
+    let fields = envelope.fields(&payload);
+    // kind, window, capacity, error, expansion, generation count, then the generation: slot,
+    // rule, budget, first, parts, and the part: capacity, error, hashes, bits, items, expiry.
+    assert!(matches!(fields[0], Field::Unsigned(1)));
+    assert!(matches!(fields[5], Field::Unsigned(1)));
+    let forge = |change: &dyn Fn(&mut Vec<Field>)| {
+        let mut forged = fields.clone();
+        change(&mut forged);
+        envelope.payload(&forged)
+    };
+    let shift = |field: &mut Field, by: u64| {
+        if let Field::Unsigned(value) = field {
+            *value += by;
+        }
+    };
+    let cases: [(&str, Vec<u8>, &str); 2] = [
+        (
+            "six generations",
+            forge(&|f| f[5] = Field::Unsigned(6)),
+            "6 generations: a windowed filter keeps at most 5",
+        ),
+        (
+            "a minute ahead",
+            forge(&|f| {
+                shift(&mut f[6], 120);
+                shift(&mut f[16], 120 * SLOT);
+            }),
+            "a generation starts more than a window after this server's clock",
+        ),
+    ];
+    for (what, forged, reason) in cases {
+        assert_eq!(
+            conn.call(&[b"RESTORE".as_slice(), b"forged", b"0", &forged]),
+            Frame::error("ERR Bad data format"),
+            "{what}"
+        );
+        assert_eq!(conn.call(&["EXISTS", "forged"]), Frame::Int(0));
+        let log = server.log();
+        assert!(
+            log.contains(&format!("cannot load a filter: {reason}")),
+            "{what}: {log}"
+        );
+    }
+    // The real payload restores.
+    assert_eq!(
+        conn.call(&[b"RESTORE".as_slice(), b"real", b"0", &payload]),
+        Frame::ok()
+    );
+    assert_eq!(conn.call(&["BF.EXISTS", "real", "item"]), Frame::Int(1));
+}
+
+/// A command as the AOF holds it.
+fn resp(args: &[&[u8]]) -> Vec<u8> {
+    let mut out = format!("*{}\r\n", args.len()).into_bytes();
+    for arg in args {
+        out.extend(format!("${}\r\n", arg.len()).into_bytes());
+        out.extend_from_slice(arg);
+        out.extend_from_slice(b"\r\n");
+    }
+    out
+}
+
+#[test]
+fn an_aof_replay_refuses_generations_no_real_filter_has() {
+    let options = Options::default()
+        .config("appendonly", "yes")
+        .config("appendfsync", "always");
+    let mut server = Server::with(options);
+    let mut conn = server.conn();
+    let chunks = one_item_filter(&mut conn);
+    let mut count = chunks[0].1.clone();
+    count[40..44].copy_from_slice(&20_000u32.to_le_bytes());
+    drop(conn);
+    server.kill();
+    // Forged commands appended to the AOF: a 20,000-generation header, a write an hour ahead,
+    // then an honest write.
+    let hour_ahead = (now_ms() + 3_600_000).to_string();
+    let iterator = chunks[0].0.to_string();
+    let mut forged = resp(&[b"BF.LOADCHUNK", b"chunks", iterator.as_bytes(), &count]);
+    forged.extend(resp(&[
+        b"BF.INSERT",
+        b"ahead",
+        b"CAPACITY",
+        b"100",
+        b"ERROR",
+        b"0.01",
+        b"EXPANSION",
+        b"4",
+        b"WINDOW",
+        b"2",
+        b"AT",
+        hour_ahead.as_bytes(),
+        b"ITEMS",
+        b"x",
+    ]));
+    forged.extend(resp(&[b"BF.ADD", b"src", b"later"]));
+    let dir = server.dir.join("appendonlydir");
+    let incr = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(".incr.aof"))
+        .unwrap();
+    let mut bytes = std::fs::read(&incr).unwrap();
+    bytes.extend(forged);
+    std::fs::write(&incr, bytes).unwrap();
+    server.relaunch().unwrap();
+    let mut conn = server.conn();
+    assert_eq!(conn.call(&["EXISTS", "chunks", "ahead"]), Frame::Int(0));
+    assert_eq!(
+        conn.call(&["BF.MEXISTS", "src", "item", "later"]),
+        Frame::Array(vec![Frame::Int(1), Frame::Int(1)])
+    );
+    let log = server.log();
+    for reason in [
+        "ERR invalid chunk: more generations than a windowed filter keeps (5)",
+        "ERR bad time: AT is more than a window ahead of this server's clock",
+    ] {
+        assert!(log.contains(reason), "{reason}: {log}");
+    }
+}
+
+#[test]
+fn a_dump_fails_at_scandump_when_the_filters_oldest_items_expire_under_it() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    ok(
+        &mut conn,
+        &["BF.RESERVE", "w", "0.01", "1000", "WINDOW", "2"],
+    );
+    sleep_into_next_slot(SLOT, 20);
+    assert!(!madd(&mut conn, "w", &names("old", 50)).is_error());
+    let old_done = now_ms();
+    sleep_into_next_slot(SLOT, 20);
+    sleep_into_next_slot(SLOT, 20);
+    assert!(!madd(&mut conn, "w", &names("new", 50)).is_error());
+    // The header and the old items' chunk.
+    let (first, header) = scan(&mut conn, "w", 0).unwrap();
+    let (second, old_chunk) = scan(&mut conn, "w", first).unwrap();
+    // The old items expire and a write drops them (or the sweep does): every later offset moves.
+    sleep_until(old_done + 2000 + 50);
+    assert_eq!(conn.call(&["BF.ADD", "w", "trigger"]), Frame::Int(1));
+    assert_eq!(
+        scan(&mut conn, "w", second),
+        Err(Frame::error(
+            "ERR the filter changed since this dump began (its oldest items expired, or the key \
+             holds another filter): start again at iterator 0"
+        ))
+    );
+    // What was loaded is not a filter that answers short: it is still being restored.
+    assert_eq!(loadchunk(&mut conn, "copy", first, &header), Frame::ok());
+    assert_eq!(
+        loadchunk(&mut conn, "copy", second, &old_chunk),
+        Frame::ok()
+    );
+    let refused = conn.call(&["BF.EXISTS", "copy", "new:0"]);
+    assert!(
+        error_text(&refused).starts_with("ERR filter is being restored by BF.LOADCHUNK"),
+        "{refused:?}"
+    );
+    // Started again, the dump is whole: the new items and the trigger, not the old ones.
+    for (iterator, data) in common::scandump(&mut conn, "w") {
+        assert_eq!(loadchunk(&mut conn, "again", iterator, &data), Frame::ok());
+    }
+    let mut probe = vec!["BF.MEXISTS".to_string(), "again".to_string()];
+    probe.extend(names("new", 50));
+    probe.push("trigger".into());
+    let answers = conn.call(&probe).items();
+    assert!(answers.iter().all(|answer| *answer == Frame::Int(1)));
+    assert_eq!(conn.call(&["BF.CARD", "again"]), Frame::Int(51));
+}
+
+#[test]
+fn a_chunk_of_another_dump_is_refused() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    for key in ["a", "b"] {
+        ok(
+            &mut conn,
+            &["BF.RESERVE", key, "0.01", "1000", "WINDOW", "60"],
+        );
+    }
+    // Their oldest parts are in different slots (15 seconds each), so their dumps differ.
+    assert_eq!(conn.call(&["BF.ADD", "a", "x"]), Frame::Int(1));
+    sleep_into_next_slot(15_000, 10);
+    assert_eq!(conn.call(&["BF.ADD", "b", "x"]), Frame::Int(1));
+    let (a, b) = (
+        common::scandump(&mut conn, "a"),
+        common::scandump(&mut conn, "b"),
+    );
+    assert_ne!(a[1].0, b[1].0);
+    assert_eq!(loadchunk(&mut conn, "copy", a[0].0, &a[0].1), Frame::ok());
+    assert_eq!(
+        loadchunk(&mut conn, "copy", b[1].0, &b[1].1),
+        Frame::error(
+            "ERR invalid chunk: it belongs to another dump than the header's (the iterator's tag \
+             differs)"
+        )
+    );
+    assert_eq!(loadchunk(&mut conn, "copy", a[1].0, &a[1].1), Frame::ok());
+    assert_eq!(conn.call(&["BF.EXISTS", "copy", "x"]), Frame::Int(1));
+}
+
+/// Loads a dump read with SCANDUMP into `copy`, chunk by chunk as they are read, after `between`
+/// has run once the header was read; the chunks LOADCHUNK refused.
+fn copy_while_changing(
+    conn: &mut Conn,
+    key: &str,
+    copy: &str,
+    between: impl FnOnce(&mut Conn),
+) -> Vec<Frame> {
+    let (mut iterator, header) = scan(conn, key, 0).unwrap();
+    assert_eq!(loadchunk(conn, copy, iterator, &header), Frame::ok());
+    between(conn);
+    let mut refused = Vec::new();
+    loop {
+        let (next, data) = scan(conn, key, iterator).unwrap();
+        if next == 0 {
+            return refused;
+        }
+        let reply = loadchunk(conn, copy, next, &data);
+        if reply != Frame::ok() {
+            refused.push(reply);
+        }
+        iterator = next;
+    }
+}
+
+#[test]
+fn a_dump_taken_while_items_arrive_loads_the_filter_its_header_described() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let not_restoring = Frame::error(
+        "ERR invalid chunk: the filter is not being restored (data chunks only follow the header \
+         chunk that created it)",
+    );
+    // A windowed filter: 25 items in parts of 10, then 25 more arrive mid-dump (into the newest
+    // part of the header and into new parts after it).
+    ok(
+        &mut conn,
+        &["BF.RESERVE", "w", "0.01", "80", "WINDOW", "60"],
+    );
+    assert!(!madd(&mut conn, "w", &names("early", 25)).is_error());
+    let size = bf_size(&mut conn, "w");
+    let described = generations(&mut conn, "w");
+    let refused = copy_while_changing(&mut conn, "w", "copy", |conn| {
+        assert!(!madd(conn, "w", &names("late", 25)).is_error());
+    });
+    // The copy is whole (in use) and is the filter as the header described it; the chunks of the
+    // parts added after the header are refused, loudly.
+    assert!(!refused.is_empty());
+    assert!(refused.iter().all(|reply| *reply == not_restoring));
+    assert_eq!(conn.call(&["BF.CARD", "copy"]), Frame::Int(25));
+    assert_eq!(bf_size(&mut conn, "copy"), size);
+    assert_eq!(generations(&mut conn, "copy"), described);
+    let mut probe = vec!["BF.MEXISTS".to_string(), "copy".to_string()];
+    probe.extend(names("early", 25));
+    assert!(conn
+        .call(&probe)
+        .items()
+        .iter()
+        .all(|a| *a == Frame::Int(1)));
+    // It forgets nothing earlier than the source: each part expires no earlier there.
+    let source = generations(&mut conn, "w");
+    assert!(described[0].1 <= source[0].1);
+
+    // A chain that grows a sub-filter mid-dump: the same.
+    ok(&mut conn, &["BF.RESERVE", "c", "0.01", "100"]);
+    common::fill(&mut conn, "c", 100);
+    let info = conn.call(&["BF.INFO", "c"]);
+    let refused = copy_while_changing(&mut conn, "c", "chain", |conn| {
+        assert!(!madd(conn, "c", &names("late", 150)).is_error());
+        assert_eq!(
+            conn.call(&["BF.INFO", "c", "FILTERS"]).items()[0],
+            Frame::Int(2)
+        );
+    });
+    assert_eq!(refused, vec![not_restoring]);
+    assert_eq!(conn.call(&["BF.INFO", "chain"]), info);
+    let mut probe = vec!["BF.MEXISTS".to_string(), "chain".to_string()];
+    probe.extend((0..100).map(|i| format!("item:{i}")));
+    // Every name `fill` sent before the dump (at least these) answers 1 in the copy.
+    assert!(conn
+        .call(&probe)
+        .items()
+        .iter()
+        .all(|a| *a == Frame::Int(1)));
+}
