@@ -1000,7 +1000,7 @@ fn window_rows(server: &Server, rows: &mut Vec<Row>) {
     }
     fill(&mut conn, "plain", capacity);
     fill(&mut conn, "burst", capacity);
-    // Read at once: nothing writes to it again, so its key expires within the window.
+    // Read at once: nothing writes to it again, so its parts are swept within the window.
     let burst = conn.call(&["MEMORY", "USAGE", "burst"]).int() as f64;
     // Ten ticks a second, each adding its share of the window's capacity.
     let ticks = window * 10;
@@ -1048,6 +1048,137 @@ fn window_rows(server: &Server, rows: &mut Vec<Row>) {
         });
     }
     conn.call(&["DEL", "plain", "steady", "burst"]);
+    window_pattern_rows(server, rows);
+}
+
+/// Windowed filters under the arrival patterns that cost the most memory (issue 22), each with
+/// at most the capacity in any window: 16,000 items per 4-second window at 1%, fed on ticks of a
+/// quarter of a slot for three windows; the most MEMORY USAGE each took against a plain filter's.
+fn window_pattern_rows(server: &Server, rows: &mut Vec<Row>) {
+    let mut conn = server.conn();
+    let capacity = 16_000u64;
+    let part = capacity / 8;
+    // Ticks of 250 ms: 4 a slot, 16 a window, 48 in all.
+    let ticks = 48usize;
+    let slot_of = |tick: usize| tick / 4;
+    let patterns: Vec<(&str, &[&str], Vec<u64>)> = vec![
+        (
+            "5,250 items in two slots of every four (5.89x before), EXPANSION 4",
+            &[],
+            (0..ticks)
+                .map(|t| {
+                    if t % 4 == 0 && slot_of(t) % 4 < 2 {
+                        5250
+                    } else {
+                        0
+                    }
+                })
+                .collect(),
+        ),
+        (
+            "the same, EXPANSION 64 (76.8x before)",
+            &["EXPANSION", "64"],
+            (0..ticks)
+                .map(|t| {
+                    if t % 4 == 0 && slot_of(t) % 4 < 2 {
+                        5250
+                    } else {
+                        0
+                    }
+                })
+                .collect(),
+        ),
+        (
+            "alternating: a part and one item, then one item",
+            &[],
+            (0..ticks)
+                .map(|t| match (t % 4, slot_of(t) % 2) {
+                    (0, 0) => part + 1,
+                    (0, _) => 1,
+                    _ => 0,
+                })
+                .collect(),
+        ),
+        (
+            "a ramp up to a quarter of the capacity a slot and down",
+            &[],
+            (0..ticks)
+                .map(|t| {
+                    let slot = slot_of(t) as u64;
+                    let level = if slot < 6 { slot } else { 12 - slot };
+                    capacity / 4 * level / 6 / 4
+                })
+                .collect(),
+        ),
+        (
+            "a window's items straddling a slot boundary, twice",
+            &[],
+            (0..ticks)
+                .map(|t| match t {
+                    3 | 4 | 21 | 22 => capacity / 2,
+                    _ => 0,
+                })
+                .collect(),
+        ),
+    ];
+    conn.call(&["DEL", "plain16k"]);
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "plain16k", "0.01", &capacity.to_string()]),
+        Frame::ok()
+    );
+    let plain = conn.call(&["MEMORY", "USAGE", "plain16k"]).int() as f64;
+    for (index, (_, extra, counts)) in patterns.iter().enumerate() {
+        let key = format!("pattern{index}");
+        conn.call(&["DEL", &key]);
+        let mut args = vec!["BF.RESERVE", &key, "0.01", "16000", "WINDOW", "4"];
+        args.extend(extra.iter());
+        assert_eq!(conn.call(&args), Frame::ok());
+        // Within the capacity in any window of 16 ticks.
+        assert!(counts
+            .windows(16)
+            .all(|w| w.iter().sum::<u64>() <= capacity));
+    }
+    let mut peaks = vec![0.0f64; patterns.len()];
+    let mut next = 0u64;
+    // Start at a slot boundary of the server's clock (1-second slots).
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(
+        1000 - now.as_millis() as u64 % 1000 + 5,
+    ));
+    let start = std::time::Instant::now();
+    for tick in 0..ticks {
+        let due = std::time::Duration::from_millis(tick as u64 * 250);
+        if let Some(wait) = due.checked_sub(start.elapsed()) {
+            std::thread::sleep(wait);
+        }
+        for (index, (_, _, counts)) in patterns.iter().enumerate() {
+            let key = format!("pattern{index}");
+            if counts[tick] > 0 {
+                let mut args = vec!["BF.MADD".to_string(), key.clone()];
+                args.extend((next..next + counts[tick]).map(|i| format!("item:{i}")));
+                next += counts[tick];
+                assert!(!conn
+                    .call(&args.iter().map(String::as_str).collect::<Vec<_>>())
+                    .is_error());
+            }
+            let bytes = conn.call(&["MEMORY", "USAGE", &key]).int() as f64;
+            peaks[index] = peaks[index].max(bytes);
+        }
+    }
+    for (index, (label, _, _)) in patterns.iter().enumerate() {
+        rows.push(Row {
+            group: "windowed filters against plain ones",
+            name: format!("most MEMORY USAGE, {label}; 16,000 items per 4 s window at 1%"),
+            value: peaks[index],
+            unit: "bytes",
+            target: Some(("plain filter".into(), plain, 3.0)),
+            pairs: Vec::new(),
+        });
+        conn.call(&["DEL", &format!("pattern{index}")]);
+    }
+    conn.call(&["DEL", "plain16k"]);
 }
 
 fn persistence_rows(server: &Server, rows: &mut Vec<Row>) {

@@ -176,7 +176,7 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
     // items past their time: refused, as every loader refuses it.
     let loaded = loaded.and_then(|filter| match &filter {
         Filter::Windowed(windowed) => windowed
-            .check_clock(crate::glue::background::now())
+            .check_clock(crate::glue::module::now())
             .map(|()| filter)
             .map_err(|err| stored::LoadError::from(err).to_string()),
         Filter::Chain(_) => Ok(filter),
@@ -184,7 +184,7 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
     match loaded {
         Ok(filter) => {
             crate::stats::filter_added(&filter);
-            crate::sweep::note_loaded(&filter);
+            note_loaded(&filter);
             Box::into_raw(Box::new(filter)).cast()
         }
         Err(why) => {
@@ -192,6 +192,28 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
             std::ptr::null_mut()
         }
     }
+}
+
+/// The next expiry of the windowed filter RDB loading just read, for the `loaded` keyspace event
+/// that follows it (which names the key: the sweep registers it); `None` for anything else.
+static LOADED: std::sync::Mutex<Option<u64>> = std::sync::Mutex::new(None);
+
+fn note_loaded(filter: &Filter) {
+    let next = match filter {
+        Filter::Windowed(_) => filter.next_expiry(),
+        Filter::Chain(_) => None,
+    };
+    *LOADED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = next;
+}
+
+/// The next expiry RDB loading noted for the filter it just read, if any (once).
+pub fn take_loaded() -> Option<u64> {
+    LOADED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .take()
 }
 
 unsafe extern "C" fn aof_rewrite(

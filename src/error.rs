@@ -129,14 +129,6 @@ impl fmt::Display for BfError {
             BfError::MissingValue(name) => write!(f, "ERR option {name} needs a value"),
             BfError::MissingItems => f.write_str("ERR ITEMS and at least one item are required"),
             BfError::BadIterator => f.write_str("ERR invalid iterator"),
-            BfError::DumpChanged => f.write_str(
-                "ERR the filter changed since this dump began (its oldest items expired, or the \
-                 key holds another filter): start again at iterator 0",
-            ),
-            BfError::ChunkOfAnotherDump => f.write_str(
-                "ERR invalid chunk: it belongs to another dump than the header's (the iterator's \
-                 tag differs)",
-            ),
             BfError::BadChunk(why) => write!(f, "ERR invalid chunk: {why}"),
             BfError::UnknownArgument(token) => write!(f, "ERR unknown argument '{token}'"),
             BfError::TooLarge { bytes, limit } => write!(
@@ -159,6 +151,25 @@ impl fmt::Display for BfError {
             BfError::CannotGrow => f.write_str(
                 "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of range",
             ),
+            BfError::BadWindow
+            | BfError::BadWindowedErrorRate
+            | BfError::BadTime
+            | BfError::TimeAhead
+            | BfError::TimeFromClient
+            | BfError::BeingRestored { .. }
+            | BfError::NotRestoring
+            | BfError::ChunkOutOfOrder { .. }
+            | BfError::DumpChanged
+            | BfError::ChunkOfAnotherDump => self.fmt_time_or_dump(f),
+            BfError::Internal => f.write_str("ERR internal error in the bf module (see the server log)"),
+        }
+    }
+}
+
+impl BfError {
+    /// The messages of windowed filters' time and of dumps and restores.
+    fn fmt_time_or_dump(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             BfError::BadWindow => write!(
                 f,
                 "ERR bad window: must be a whole number of seconds from {MIN_WINDOW_SECONDS} to \
@@ -169,10 +180,12 @@ impl fmt::Display for BfError {
                 "ERR bad error rate: must be a number from {MIN_WINDOWED_ERROR_RATE:?} up to, not \
                  including, 1 for a windowed filter"
             ),
-            BfError::BadTime => f.write_str("ERR bad time: AT takes a whole number of milliseconds"),
-            BfError::TimeAhead => f.write_str(
-                "ERR bad time: AT is more than a window ahead of this server's clock",
-            ),
+            BfError::BadTime => {
+                f.write_str("ERR bad time: AT takes a whole number of milliseconds")
+            }
+            BfError::TimeAhead => {
+                f.write_str("ERR bad time: AT is more than a window ahead of this server's clock")
+            }
             BfError::TimeFromClient => f.write_str(
                 "ERR AT is only taken from a primary or the AOF: a windowed filter keeps the \
                  primary's time",
@@ -191,7 +204,15 @@ impl fmt::Display for BfError {
                 "ERR invalid chunk: not the next one (loaded already, or out of order: the \
                  next chunk starts at byte {expected} of the data)"
             ),
-            BfError::Internal => f.write_str("ERR internal error in the bf module (see the server log)"),
+            BfError::DumpChanged => f.write_str(
+                "ERR the filter changed since this dump began (its oldest items expired, or the \
+                 key holds another filter): start again at iterator 0",
+            ),
+            BfError::ChunkOfAnotherDump => f.write_str(
+                "ERR invalid chunk: it belongs to another dump than the header's (the iterator's \
+                 tag differs)",
+            ),
+            _ => f.write_str("ERR internal error in the bf module (see the server log)"),
         }
     }
 }

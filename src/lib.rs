@@ -107,8 +107,15 @@ fn init(ctx: *mut redis_module::raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(
         redis_module::raw::RedisModule_RegisterInfoFunc.unwrap()(ctx, Some(stats::info));
     }
     glue::command::register(ctx, COMMANDS)?;
-    glue::background::subscribe(ctx)
+    glue::background::subscribe(ctx, &BACKGROUND)
 }
+
+/// What the module does outside commands: the sweep of idle windowed filters (see [`sweep`]).
+static BACKGROUND: glue::background::Handlers = glue::background::Handlers {
+    timer: commands::window::on_timer,
+    keyspace: commands::window::on_event,
+    swapdb: sweep::on_swapdb,
+};
 
 // Inside Redis every byte goes through the server's allocator. Unit tests, and the fuzzers that
 // link this crate (feature `standalone`), run outside Redis with the system's.

@@ -14,6 +14,7 @@ static FILTERS: AtomicI64 = AtomicI64::new(0);
 static WINDOWED: AtomicI64 = AtomicI64::new(0);
 static EXPIRED_GENERATIONS: AtomicU64 = AtomicU64::new(0);
 static SWEPT_PARTS: AtomicU64 = AtomicU64::new(0);
+static SWEEP_KEYS: AtomicU64 = AtomicU64::new(0);
 static BYTES: AtomicI64 = AtomicI64::new(0);
 static ADDS: AtomicU64 = AtomicU64::new(0);
 static LOOKUPS: AtomicU64 = AtomicU64::new(0);
@@ -48,6 +49,11 @@ pub fn filter_resized(before: usize, filter: &Filter) {
 /// A write dropped `count` expired generations of a windowed filter.
 pub fn generations_expired(count: usize) {
     count_up(&EXPIRED_GENERATIONS, count as u64);
+}
+
+/// The sweep watches `count` keys.
+pub fn sweep_keys(count: usize) {
+    SWEEP_KEYS.store(count as u64, Ordering::Relaxed);
 }
 
 /// The sweep dropped `count` expired parts of idle windowed filters.
@@ -95,7 +101,7 @@ fn add_info(ctx: *mut raw::RedisModuleInfoCtx) {
             c"expired_generations",
             EXPIRED_GENERATIONS.load(Ordering::Relaxed) as i64,
         ),
-        (c"sweep_keys", crate::sweep::tracked() as i64),
+        (c"sweep_keys", SWEEP_KEYS.load(Ordering::Relaxed) as i64),
         (c"swept_parts", SWEPT_PARTS.load(Ordering::Relaxed) as i64),
     ];
     // SAFETY: the server's INFO context; an empty section name means the module's own section,

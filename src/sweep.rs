@@ -14,11 +14,7 @@
 //! heard of is still swept by its next write. Only a primary that is not loading writes; a replica
 //! keeps its registry (fed by the writes it replays) for the day it is promoted.
 
-use crate::datatype::memory_usage;
 use crate::glue::background::{self, Background};
-use crate::glue::key::Access;
-use crate::stats;
-use bf_filter::Filter;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -107,9 +103,10 @@ impl Registry {
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry::new());
 /// True while a timer is pending: it re-arms itself as long as the registry has entries.
 static ARMED: AtomicBool = AtomicBool::new(false);
-/// The next expiry of the windowed filter RDB loading just read, for the `loaded` event that
-/// follows it (which names the key); `None` for anything else.
-static LOADED: Mutex<Option<u64>> = Mutex::new(None);
+/// Tells `INFO bf` how many keys the registry holds.
+fn count(registry: &Registry) {
+    crate::stats::sweep_keys(registry.len());
+}
 
 fn registry() -> MutexGuard<'static, Registry> {
     // The registry holds no invariant a panic could break halfway: use it as it is.
@@ -121,7 +118,10 @@ fn registry() -> MutexGuard<'static, Registry> {
 /// Registers `key` of database `db`, which holds a windowed filter that next has something to
 /// drop at `due`, and makes sure the timer will look at it.
 pub fn schedule(bg: &Background, db: i32, key: &[u8], due: u64) {
-    registry().schedule(db, key, due);
+    let mut registry = registry();
+    registry.schedule(db, key, due);
+    count(&registry);
+    drop(registry);
     arm(bg, due);
 }
 
@@ -133,102 +133,31 @@ fn arm(bg: &Background, due: u64) {
     }
 }
 
-/// The timer's work: sweeps the keys that are due (on a primary), then re-arms.
-pub fn tick(bg: &Background) {
+/// Sweeps one key: given the database, the key's name and the time, drops what expired there
+/// (and propagates it); the time the key next has something to drop, if it is still a windowed
+/// filter.
+pub type SweepOne = fn(&Background, i32, &[u8], u64) -> Option<u64>;
+
+/// The timer's work: sweeps the keys that are due with `sweep_one` (on a primary), registers
+/// them again for their next expiry, then re-arms.
+pub fn tick(bg: &Background, sweep_one: SweepOne) {
     ARMED.store(false, Ordering::Relaxed);
     if bg.may_write() {
         let now = background::now();
         let due = registry().take_due(now, BATCH);
         for (db, key) in due {
-            sweep_key(bg, db, &key, now);
+            if !bg.select_db(db) {
+                continue;
+            }
+            if let Some(next) = sweep_one(bg, db, &key, now) {
+                registry().schedule(db, &key, next);
+            }
         }
+        count(&registry());
     }
     let next = registry().next_due();
     if let Some(next) = next {
         arm(bg, next);
-    }
-}
-
-/// Drops what has expired at `now` in the windowed filter at `key` of `db`, if it still holds
-/// one, propagates that, and registers the key again for its next expiry.
-fn sweep_key(bg: &Background, db: i32, name: &[u8], now: u64) {
-    if !bg.select_db(db) {
-        return;
-    }
-    let mut key = bg.open(name, Access::Write);
-    let Ok(Some(filter)) = key.filter_mut() else {
-        return;
-    };
-    // A filter being restored is registered again by its last chunk.
-    if filter.restoring().is_some() {
-        return;
-    }
-    let Filter::Windowed(windowed) = filter else {
-        return;
-    };
-    let shape = *windowed.shape();
-    if filter.has_expired(now) {
-        let before = memory_usage(filter);
-        let expired = filter.expire(now);
-        stats::generations_expired(expired.generations);
-        stats::parts_swept(expired.parts);
-        stats::filter_resized(before, filter);
-        let words = crate::commands::window::time_change(&shape, now);
-        let mut args: Vec<&[u8]> = vec![name];
-        args.extend(words.iter().map(|word| word.as_bytes()));
-        bg.replicate(c"BF.INSERT", &args);
-    }
-    if let Some(next) = filter.next_expiry() {
-        drop(key);
-        schedule(bg, db, name, next);
-    }
-}
-
-/// Keys the sweep watches (for `INFO bf`).
-pub fn tracked() -> usize {
-    registry().len()
-}
-
-/// RDB loading read a filter; the `loaded` event for its key comes next.
-pub fn note_loaded(filter: &Filter) {
-    let next = match filter {
-        Filter::Windowed(_) => filter.next_expiry(),
-        Filter::Chain(_) => None,
-    };
-    *LOADED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner()) = next;
-}
-
-/// A keyspace event: registers a windowed filter that came into `key` (of the event's
-/// database) by loading, RESTORE, COPY, RENAME or MOVE.
-pub fn on_event(bg: &Background, event: &[u8], key: &[u8]) {
-    let db = bg.db();
-    match event {
-        b"loaded" => {
-            let loaded = LOADED
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .take();
-            if let Some(due) = loaded {
-                schedule(bg, db, key, due);
-            }
-        }
-        b"restore" | b"copy_to" | b"rename_to" | b"move_to" => {
-            let next = {
-                let opened = bg.open(key, Access::Read);
-                match opened.filter() {
-                    Ok(Some(filter @ Filter::Windowed(_))) if filter.restoring().is_none() => {
-                        filter.next_expiry()
-                    }
-                    _ => None,
-                }
-            };
-            if let Some(due) = next {
-                schedule(bg, db, key, due);
-            }
-        }
-        _ => {}
     }
 }
 

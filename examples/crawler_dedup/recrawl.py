@@ -3,8 +3,9 @@
 A crawler that revisits a site wants "have I fetched this URL in the last 7 days?", not "ever".
 The popular recipe puts a TTL on the whole filter key: at expiry every URL is new again, and the
 crawler refetches the whole site in one burst. A windowed filter forgets each URL on its own
-schedule instead: `BF.RESERVE key error capacity WINDOW 604800` remembers a URL at least a week
-after it was added and forgets it within a week and a quarter.
+schedule instead: `BF.INSERT key CAPACITY c ERROR e WINDOW 604800 ITEMS url` remembers a URL at
+least a week after it was added and forgets it within a week and a quarter. (The write says how to
+make the filter, so a key that was deleted comes back windowed.)
 
 Usage: python recrawl.py [--port 6379] [--urls 20000] [--window 2]
 
@@ -34,7 +35,7 @@ def main():
     r.delete(KEY, TTL_KEY)
     window = args.window
     # Capacity is URLs per window: here every URL may be fetched within one.
-    r.execute_command("BF.RESERVE", KEY, 0.001, args.urls, "WINDOW", window)
+    make = ("CAPACITY", args.urls, "ERROR", 0.001, "WINDOW", window)
 
     urls = [f"https://shop.example/item/{n}" for n in range(args.urls)]
     rng = random.Random(7)
@@ -49,13 +50,13 @@ def main():
         discovered = rng.choices(urls, k=args.urls // 10 * 3)
         pipe = r.pipeline(transaction=False)
         for url in discovered:
-            pipe.execute_command("BF.ADD", KEY, url)
+            pipe.execute_command("BF.INSERT", KEY, *make, "ITEMS", url)
         sent = time.monotonic()
         replies = pipe.execute()
         # A fetch is logged as (before the command was sent, after its reply): the server added
         # the URL in between.
         now = (sent, time.monotonic(), tick)
-        for url, new in zip(discovered, replies):
+        for url, (new,) in zip(discovered, replies):
             if new:
                 fetched_at.setdefault(url, []).append(now)
         # The TTL recipe: a plain filter whose key expires a window after it was created. NOCREATE:

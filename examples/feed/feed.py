@@ -32,10 +32,15 @@ def build_page(r, user, ranked, window):
     shown = r.execute_command("BF.MEXISTS", key, *ranked)  # all 0 while the key is missing
     page = [video for video, seen in zip(ranked, shown) if not seen][:PAGE]
     if page:
-        # Created on the user's first page with CAPACITY, ERROR and WINDOW.
-        r.execute_command(
+        # Created on the user's first page with CAPACITY, ERROR and WINDOW. The key of a user
+        # who stops coming back goes two windows after their last page (an idle windowed filter
+        # would otherwise stay, empty, at 128 bytes).
+        pipe = r.pipeline(transaction=False)
+        pipe.execute_command(
             "BF.INSERT", key, "CAPACITY", 5000, "ERROR", 0.001, "WINDOW", window, "ITEMS", *page
         )
+        pipe.expire(key, 2 * window)
+        pipe.execute()
     return page
 
 

@@ -150,6 +150,38 @@ def test_keep_set(server: Any) -> None:
     assert r.scard(BACKUP) == 300
 
 
+def test_a_set_kept_by_an_earlier_migration_is_never_overwritten(server: Any) -> None:
+    r = server.client()
+    r.sadd(BACKUP, "kept-before")
+    fill_set(r, 300)
+    # Without --keep-set the set is freed where it is: the kept one stays as it was.
+    done = migrate_command(server, KEY)
+    assert done.returncode == 0, done.stderr
+    assert r.type(KEY) == b"MBbloom--"
+    assert r.smembers(BACKUP) == {b"kept-before"}
+    # With --keep-set it is refused before anything is built.
+    r.delete(KEY)
+    fill_set(r, 300)
+    done = migrate_command(server, "--keep-set", KEY)
+    assert done.returncode == 1
+    assert f"{BACKUP} exists: delete or rename it first" in done.stderr
+    assert r.type(KEY) == b"set"
+    assert r.exists(TEMP) == 0
+    assert r.smembers(BACKUP) == {b"kept-before"}
+
+
+def test_a_batch_of_zero_is_refused_and_leaves_nothing(server: Any) -> None:
+    r = server.client()
+    fill_set(r, 10)
+    done = migrate_command(server, "--batch", "0", KEY)
+    assert done.returncode == 2
+    assert "argument --batch: 0: must be at least 1" in done.stderr
+    with pytest.raises(MigrationError, match="a batch of 0 members: it must be at least 1"):
+        migrate_set(r, KEY, batch_size=0)
+    assert r.type(KEY) == b"set"
+    assert r.exists(TEMP) == 0
+
+
 def test_spiders_still_adding_make_it_copy_again(server: Any) -> None:
     r = server.client()
     fingerprints = fill_set(r, 2000)
@@ -226,6 +258,21 @@ def test_load_urls(server: Any, tmp_path: Path) -> None:
     assert done.stdout == "shop:new: 61 URLs loaded, 60 of them new to the filter\n"
     df = RFPDupeFilter(server.client(), "shop:new")
     assert [df.request_seen(Request(url)) for url in urls] == [True] * 60 + [False] * 40
+
+
+def test_a_line_that_is_not_a_url_loads_nothing(server: Any, tmp_path: Path) -> None:
+    listing = tmp_path / "fetched.txt"
+    good = [f"http://shop.example/item/{n}" for n in range(3000)]
+    listing.write_text("\n".join(good[:2500]) + "\nshop.example/no-scheme\n" + "\n".join(good[2500:]))
+    done = migrate_command(server, "--urls", str(listing), "shop:new")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith(
+        "error: line 2501 is not a URL ('shop.example/no-scheme': Missing scheme in request url"
+    )
+    assert done.stderr.rstrip().endswith("nothing was loaded")
+    assert server.client().exists("shop:new") == 0
 
 
 def test_sibling_keys_share_the_slot() -> None:

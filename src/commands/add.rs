@@ -2,7 +2,7 @@
 //! open the key, create the filter if the command may, add the items in order, reply, propagate.
 
 use super::{
-    growth_of, growth_words, in_use, is_option, once, parse_capacity, parse_error_rate,
+    creation_words, growth_of, in_use, is_option, once, parse_capacity, parse_error_rate,
     parse_expansion, parse_whole, parse_window, unknown, value_of, Args,
 };
 use crate::config::{self, SizeLimit};
@@ -60,31 +60,9 @@ impl Creation {
         }
     }
 
-    /// The creation parameters of an existing filter's kind, for a propagated windowed write.
-    pub(crate) fn of_windowed(shape: &WindowedShape) -> Creation {
-        Creation {
-            capacity: shape.capacity,
-            error: shape.error,
-            growth: shape.growth,
-            window: Some(shape.window),
-        }
-    }
-
-    /// The arguments that spell it out in a propagated command: `CAPACITY c ERROR e`, the growth,
-    /// and the window if any.
-    pub(crate) fn words(&self) -> Vec<String> {
-        let mut words = vec![
-            "CAPACITY".to_string(),
-            self.capacity.to_string(),
-            "ERROR".into(),
-            // The shortest text that parses back to the same f64 (with an exponent when small).
-            format!("{:?}", self.error),
-        ];
-        words.extend(growth_words(self.growth));
-        if let Some(window) = self.window {
-            words.extend(["WINDOW".to_string(), window.as_seconds().to_string()]);
-        }
-        words
+    /// The arguments that spell it out in a propagated command (see `creation_words`).
+    fn words(&self) -> Vec<String> {
+        creation_words(self.capacity, self.error, self.growth, self.window)
     }
 }
 
@@ -215,119 +193,166 @@ fn add_items(
     at: Option<u64>,
 ) -> Result<(), BfError> {
     super::window::check_at(call, at)?;
-    let args = call.args();
     let mut key = FilterKey::open(call, 1, Access::Write);
-    let (filter, created) = match (key.entry()?, creation) {
-        (Entry::Filter(filter), _) => {
-            in_use(filter)?;
-            (filter, None)
-        }
-        (Entry::Empty(_), None) => return Err(BfError::NotFound),
-        (Entry::Empty(vacant), Some(creation)) => {
-            let limit = call.size_limit();
-            let filter = creation
-                .build(limit.bytes())
-                .map_err(|err| BfError::from_filter(err, &limit))?;
-            (vacant.create(filter)?, Some(creation))
-        }
-    };
+    let (filter, created) = open_or_create(call, &mut key, creation)?;
     // Time matters to windowed filters only: the primary's clock, or the time it propagated.
     let windowed = match filter {
         Filter::Windowed(windowed) => Some(*windowed.shape()),
         Filter::Chain(_) => None,
     };
-    let now = match windowed {
-        Some(_) => at.unwrap_or_else(|| call.now()),
-        None => 0,
+    let now = windowed.map_or(0, |_| at.unwrap_or_else(|| call.now()));
+    let ahead = windowed.is_some_and(|shape| super::window::time_ahead(call, at, &shape));
+    let mut applied = if ahead {
+        Applied::refused(BfError::TimeAhead, first_item)
+    } else {
+        apply(call, filter, first_item..call.args().len(), answer, now)
     };
-    if let Some(shape) = windowed {
-        if super::window::time_ahead(call, at, &shape) {
-            if created.is_some() {
-                key.delete();
-            }
-            return Err(BfError::TimeAhead);
+    // A filter this command created and no item could enter is not left behind.
+    if created.is_some() && applied.end == first_item {
+        key.delete();
+        return Err(applied.refused.unwrap_or(BfError::Internal));
+    }
+    let changed = applied.added_any || applied.dropped_parts;
+    let items = first_item..applied.end;
+    let outcome = match applied.refused.take() {
+        Some(err) if answer == Answer::One => Err(err),
+        Some(err) => {
+            applied.open(call, answer);
+            call.reply_error(&err);
+            Ok(())
+        }
+        None => Ok(()),
+    };
+    if outcome.is_ok() && answer == Answer::Each {
+        applied.open(call, answer);
+        call.end_array();
+    }
+    propagate(call, created, windowed, now, items, changed);
+    if outcome.is_ok() && created.is_some() {
+        call.notify(c"bf.reserve", 1);
+    }
+    if outcome.is_ok() && applied.added_any {
+        call.notify(c"bf.add", 1);
+    }
+    outcome
+}
+
+/// The filter at the key, or a new one if the command may create it (and which).
+fn open_or_create<'k>(
+    call: &Call,
+    key: &'k mut FilterKey,
+    creation: Option<Creation>,
+) -> Result<(&'k mut Filter, Option<Creation>), BfError> {
+    match (key.entry()?, creation) {
+        (Entry::Filter(filter), _) => {
+            in_use(filter)?;
+            Ok((filter, None))
+        }
+        (Entry::Empty(_), None) => Err(BfError::NotFound),
+        (Entry::Empty(vacant), Some(creation)) => {
+            let limit = call.size_limit();
+            let filter = creation
+                .build(limit.bytes())
+                .map_err(|err| BfError::from_filter(err, &limit))?;
+            Ok((vacant.create(filter)?, Some(creation)))
         }
     }
-    let items = first_item..args.len();
+}
+
+/// What adding a command's items did.
+struct Applied {
+    /// Items before this argument were applied; an error stopped the command there.
+    end: usize,
+    refused: Option<BfError>,
+    added_any: bool,
+    /// A windowed filter dropped expired parts first.
+    dropped_parts: bool,
+    /// The reply array has been opened (it opens with its first element).
+    opened: std::cell::Cell<bool>,
+}
+
+impl Applied {
+    /// Nothing applied yet, from argument `first_item` on.
+    fn new(first_item: usize) -> Applied {
+        Applied {
+            end: first_item,
+            refused: None,
+            added_any: false,
+            dropped_parts: false,
+            opened: std::cell::Cell::new(false),
+        }
+    }
+
+    /// Nothing applied: refused at the first item.
+    fn refused(err: BfError, first_item: usize) -> Applied {
+        Applied {
+            refused: Some(err),
+            ..Applied::new(first_item)
+        }
+    }
+
+    /// Opens the reply array of a command that answers each item, once.
+    fn open(&self, call: &Call, answer: Answer) {
+        if answer == Answer::Each && !self.opened.replace(true) {
+            call.reply_array_open();
+        }
+    }
+}
+
+/// Adds the items at `items` at `now`, replying each answer as it comes, and keeps the module's
+/// counters and the sweep up to date.
+fn apply(
+    call: &Call,
+    filter: &mut Filter,
+    items: std::ops::Range<usize>,
+    answer: Answer,
+    now: u64,
+) -> Applied {
+    let args = call.args();
     // Growth (and, for a windowed filter, dropping what expired) are the only changes of size,
     // and growth the only thing the size limit bounds: ask for the limit and measure the bytes
     // before only when they may come (both cost on the hot path).
     let may_grow = filter.may_grow_within(items.len() as u64, now);
-    let expiring = filter.has_expired(now);
     let limit = if may_grow {
         call.size_limit().growing(filter.planned_size())
     } else {
         SizeLimit::unlimited()
     };
-    let bytes_before = (may_grow || expiring).then(|| memory_usage(filter));
+    let bytes_before = (may_grow || filter.has_expired(now)).then(|| memory_usage(filter));
     let expired = filter.expire(now);
     stats::generations_expired(expired.generations);
-    let mut added_any = false;
-    // Items before `end` were applied; an error stops the command at its item.
-    let mut end = args.len();
-    let mut refused = None;
-    let mut index = first_item;
-    // The array opens with its first element: a creation whose first item fails has replied
-    // nothing yet, and can still take its filter back.
-    let opened = std::cell::Cell::new(false);
-    let open = || {
-        if answer == Answer::Each && !opened.replace(true) {
-            call.reply_array_open();
-        }
-    };
+    let mut applied = Applied::new(items.start);
+    applied.dropped_parts = expired.parts > 0;
+    let mut index = items.start;
     let mut answer_one = |result: Result<bool, FilterError>| match result {
         Ok(added) => {
-            added_any |= added;
-            open();
+            applied.added_any |= added;
+            applied.open(call, answer);
             call.reply_bool(added);
             index += 1;
             true
         }
         Err(err) => {
-            end = index;
-            refused = Some(BfError::from_filter(err, &limit));
+            applied.refused = Some(BfError::from_filter(err, &limit));
             false
         }
     };
+    let first = items.start;
     if items.len() == 1 {
         // One item has nothing to batch: no group buffer.
-        answer_one(filter.add(args.get(first_item), now, limit.bytes()));
+        answer_one(filter.add(args.get(first), now, limit.bytes()));
     } else {
         filter.add_many(items.map(|i| args.get(i)), now, limit.bytes(), answer_one);
     }
+    applied.end = index;
     if let Some(before) = bytes_before {
         stats::filter_resized(before, filter);
     }
-    if may_grow || expired.parts > 0 {
+    if may_grow || applied.dropped_parts {
         super::window::register(call, filter);
     }
-    stats::items_added(end - first_item);
-    // A filter this command created and no item could enter is not left behind.
-    if created.is_some() && end == first_item {
-        key.delete();
-        return Err(refused.unwrap_or(BfError::Internal));
-    }
-    let changed = added_any || expired.parts > 0;
-    if let Some(err) = refused {
-        if answer == Answer::One {
-            propagate(call, created, windowed, now, first_item..end, changed);
-            return Err(err);
-        }
-        open();
-        call.reply_error(&err);
-    }
-    if answer == Answer::Each {
-        open();
-        call.end_array();
-    }
-    propagate(call, created, windowed, now, first_item..end, changed);
-    if created.is_some() {
-        call.notify(c"bf.reserve", 1);
-    }
-    if added_any {
-        call.notify(c"bf.add", 1);
-    }
-    Ok(())
+    stats::items_added(applied.end - first);
+    applied
 }
 
 /// Propagates exactly what was applied (the items of `applied`): a replica never refuses what

@@ -103,6 +103,28 @@ pub fn growth_words(growth: Growth) -> Vec<String> {
     }
 }
 
+/// The arguments that spell out how a filter is made, in a propagated command: `CAPACITY c ERROR
+/// e`, the growth, and the window if any.
+pub fn creation_words(
+    capacity: u64,
+    error: f64,
+    growth: Growth,
+    window: Option<Window>,
+) -> Vec<String> {
+    let mut words = vec![
+        "CAPACITY".to_string(),
+        capacity.to_string(),
+        "ERROR".into(),
+        // The shortest text that parses back to the same f64 (with an exponent when small).
+        format!("{error:?}"),
+    ];
+    words.extend(growth_words(growth));
+    if let Some(window) = window {
+        words.extend(["WINDOW".to_string(), window.as_seconds().to_string()]);
+    }
+    words
+}
+
 /// The time a read asks a filter at: this server's clock for a windowed filter (whose expired
 /// generations a replica hides by its own clock), nothing for the others.
 pub fn now(call: &Call, filter: &Filter) -> u64 {

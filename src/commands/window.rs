@@ -13,17 +13,20 @@
 //! - After a write that made or dropped a part, the key is registered with the sweep
 //!   (`crate::sweep`), which drops what expires if nothing writes to the key again.
 
-use super::add::Creation;
+use crate::datatype::memory_usage;
 use crate::error::BfError;
 use crate::glue::background::Background;
 use crate::glue::call::Call;
+use crate::glue::key::Access;
+use crate::{stats, sweep};
 use bf_filter::window::WindowedShape;
 use bf_filter::Filter;
 
 /// The arguments after the key of a propagated windowed write at `now`, up to and including
 /// `ITEMS` (the items it applied follow).
 pub fn time_change(shape: &WindowedShape, now: u64) -> Vec<String> {
-    let mut words = Creation::of_windowed(shape).words();
+    let window = Some(shape.window);
+    let mut words = super::creation_words(shape.capacity, shape.error, shape.growth, window);
     words.extend(["AT".to_string(), now.to_string(), "ITEMS".to_string()]);
     words
 }
@@ -51,7 +54,61 @@ pub fn register(call: &Call, filter: &Filter) {
         if filter.restoring().is_none() {
             // SAFETY: the command's own context, valid for the call.
             let bg = unsafe { Background::new(call.ctx()) };
-            crate::sweep::schedule(&bg, bg.db(), call.args_key(), due);
+            sweep::schedule(&bg, bg.db(), call.args_key(), due);
         }
+    }
+}
+
+/// The sweep's timer (see `crate::sweep`): sweeps the keys that are due.
+pub fn on_timer(bg: &Background) {
+    sweep::tick(bg, sweep_key);
+}
+
+/// Drops what has expired at `now` in the windowed filter at `name` of database `db` (selected),
+/// if it still holds one, and propagates that as a write would; when it next has something to
+/// drop.
+fn sweep_key(bg: &Background, _db: i32, name: &[u8], now: u64) -> Option<u64> {
+    let mut key = bg.open(name, Access::Write);
+    let filter = key.filter_mut().ok()??;
+    // A filter being restored is registered again by its last chunk.
+    if filter.restoring().is_some() {
+        return None;
+    }
+    let Filter::Windowed(windowed) = filter else {
+        return None;
+    };
+    let shape = *windowed.shape();
+    if filter.has_expired(now) {
+        let before = memory_usage(filter);
+        let expired = filter.expire(now);
+        stats::generations_expired(expired.generations);
+        stats::parts_swept(expired.parts);
+        stats::filter_resized(before, filter);
+        let words = time_change(&shape, now);
+        let mut args: Vec<&[u8]> = vec![name];
+        args.extend(words.iter().map(|word| word.as_bytes()));
+        bg.replicate(c"BF.INSERT", &args);
+    }
+    filter.next_expiry()
+}
+
+/// A keyspace event: registers a windowed filter that came into `key` (of the event's database)
+/// by RDB loading, RESTORE, COPY, RENAME or MOVE.
+pub fn on_event(bg: &Background, event: &[u8], key: &[u8]) {
+    let due = match event {
+        b"loaded" => crate::datatype::take_loaded(),
+        b"restore" | b"copy_to" | b"rename_to" | b"move_to" => {
+            let opened = bg.open(key, Access::Read);
+            match opened.filter() {
+                Ok(Some(filter @ Filter::Windowed(_))) if filter.restoring().is_none() => {
+                    filter.next_expiry()
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    if let Some(due) = due {
+        sweep::schedule(bg, bg.db(), key, due);
     }
 }

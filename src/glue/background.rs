@@ -1,5 +1,5 @@
 //! The module's work outside commands: the sweep's timer and the keyspace and server events it
-//! listens to (see `crate::sweep`). A [`Background`] is the context the server gives such a
+//! listens to (the module's `sweep`, wired in by `lib.rs`). A [`Background`] is the context the server gives such a
 //! callback, with what the sweep asks of it.
 
 use crate::glue::guard::guarded;
@@ -8,17 +8,25 @@ use redis_module::raw;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
 
+/// What the module does on each event it listens to (wired by `lib.rs`, so that this glue calls
+/// no module code by name).
+pub struct Handlers {
+    /// The sweep's timer fired.
+    pub timer: fn(&Background),
+    /// A keyspace event (its name) for a key (its name), in the context's selected database.
+    pub keyspace: fn(&Background, &[u8], &[u8]),
+    /// SWAPDB swapped two databases.
+    pub swapdb: fn(i32, i32),
+}
+
+static HANDLERS: std::sync::OnceLock<&'static Handlers> = std::sync::OnceLock::new();
+
 /// The context of a timer or event callback.
 pub struct Background {
     ctx: *mut raw::RedisModuleCtx,
 }
 
-/// The server's clock, in milliseconds since the epoch.
-pub fn now() -> u64 {
-    // SAFETY: a function the server filled in at load.
-    let now = unsafe { raw::RedisModule_Milliseconds.unwrap()() };
-    u64::try_from(now).unwrap_or(0)
-}
+pub use crate::glue::module::now;
 
 impl Background {
     /// Wraps the context of a callback or a command.
@@ -112,15 +120,18 @@ extern "C" fn on_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
         "the sweep",
         || (),
         || {
-            // SAFETY: the timer callback's own context.
-            crate::sweep::tick(&unsafe { Background::new(ctx) });
+            if let Some(handlers) = HANDLERS.get() {
+                // SAFETY: the timer callback's own context.
+                (handlers.timer)(&unsafe { Background::new(ctx) });
+            }
         },
     );
 }
 
-/// Listens to the events by which a filter enters a key without a command of this module (see
-/// `crate::sweep`), and to SWAPDB.
-pub fn subscribe(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+/// Listens to keyspace events of the generic and loaded classes (the ways a filter enters a key
+/// without a command of this module) and to SWAPDB, answering with `handlers`.
+pub fn subscribe(ctx: *mut raw::RedisModuleCtx, handlers: &'static Handlers) -> Result<(), String> {
+    let _ = HANDLERS.set(handlers);
     let types = raw::REDISMODULE_NOTIFY_GENERIC | raw::REDISMODULE_NOTIFY_LOADED;
     // SAFETY: a valid load-time context and a callback of the expected signature.
     let subscribed = unsafe {
@@ -162,8 +173,10 @@ extern "C" fn on_keyspace(
                     std::slice::from_raw_parts(ptr.cast::<u8>(), len),
                 )
             };
-            // SAFETY: the callback's own context.
-            crate::sweep::on_event(&unsafe { Background::new(ctx) }, event, name);
+            if let Some(handlers) = HANDLERS.get() {
+                // SAFETY: the callback's own context.
+                (handlers.keyspace)(&unsafe { Background::new(ctx) }, event, name);
+            }
         },
     );
     raw::REDISMODULE_OK as c_int
@@ -185,7 +198,9 @@ extern "C" fn on_swapdb(
             }
             // SAFETY: the server passes a RedisModuleSwapDbInfo for this event.
             let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
-            crate::sweep::on_swapdb(info.dbnum_first, info.dbnum_second);
+            if let Some(handlers) = HANDLERS.get() {
+                (handlers.swapdb)(info.dbnum_first, info.dbnum_second);
+            }
         },
     );
 }

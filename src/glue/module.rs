@@ -62,3 +62,10 @@ pub unsafe fn load(
         }
     }
 }
+
+/// The server's clock, in milliseconds since the epoch (outside a command: the sweep, loaders).
+pub fn now() -> u64 {
+    // SAFETY: a function the server filled in at load.
+    let now = unsafe { raw::RedisModule_Milliseconds.unwrap()() };
+    u64::try_from(now).unwrap_or(0)
+}

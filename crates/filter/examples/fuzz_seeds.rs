@@ -1,9 +1,11 @@
 //! Writes seed inputs for the fuzzers (`fuzz/corpus/stored`, `fuzz/corpus/chunks`,
-//! `fuzz/corpus/redisbloom`): the stored form and the dump of a few real chains, a RedisBloom
-//! 2.4 dump header, and RedisBloom's RDB layouts of one sub-filter in every encoding version.
+//! `fuzz/corpus/older_stored`, `fuzz/corpus/redisbloom`): the stored form and the dump of a few
+//! real chains and windowed filters (their iterators tagged), a windowed filter and a chain as the
+//! older revisions stored them, a RedisBloom 2.4 dump header, and RedisBloom's RDB layouts of one
+//! sub-filter in every encoding version.
 //! `cargo run -p bf-filter --example fuzz_seeds`.
 
-use bf_filter::dump::{header, next_iterator};
+use bf_filter::dump::{dump_tag, header, next_iterator, tagged};
 use bf_filter::sizing::{bits_per_item, hash_count};
 use bf_filter::stored::{to_bytes, ByteSink, FieldSink};
 use bf_filter::window::{Window, Windowed, WindowedShape};
@@ -43,6 +45,17 @@ fn main() {
             .unwrap();
     }
     filters.push(windowed);
+    // A windowed filter past its budget (a window's capacity in one slot, then more), whose
+    // oldest parts expired: a first part number above 0.
+    let shape = WindowedShape::new(16, 0.01, Growth::Scaling { expansion: 2 }, window).unwrap();
+    let mut busy = Filter::from(Windowed::new(shape));
+    for i in 0..40u64 {
+        let now = 1_800_000_000_000 + i * 100;
+        busy.add(format!("busy:{i}").as_bytes(), now, u64::MAX)
+            .unwrap();
+    }
+    busy.expire(1_800_000_000_000 + 60_000 + 500);
+    filters.push(busy);
     for (index, filter) in filters.iter().enumerate() {
         write(&root.join("stored"), index, &to_bytes(filter));
         // The chunks target's framing: u16 header length, header, then (u64 iterator, u16 length,
@@ -50,13 +63,52 @@ fn main() {
         let head = header(filter);
         let mut input = (head.len() as u16).to_le_bytes().to_vec();
         input.extend_from_slice(&head);
+        let tag = dump_tag(filter);
         for (offset, chunk) in filter.loaded_chunks() {
-            input.extend_from_slice(&next_iterator(offset, chunk.len()).to_le_bytes());
+            let iterator = tagged(tag, next_iterator(offset, chunk.len()));
+            input.extend_from_slice(&iterator.to_le_bytes());
             input.extend_from_slice(&(chunk.len() as u16).to_le_bytes());
             input.extend_from_slice(&chunk);
         }
         write(&root.join("chunks"), index, &input);
     }
+
+    // The older revisions: a windowed filter of the first release (102: per generation a slot and
+    // a chain; one generation of one sub-filter of 5 items, 3 taken), and a chain of 100.
+    let shape = WindowedShape::new(16, 0.01, Growth::Scaling { expansion: 4 }, window).unwrap();
+    let first = shape
+        .part_shape(bf_filter::window::Rule::Legacy, 0)
+        .unwrap();
+    let mut sink = ByteSink::default();
+    sink.bytes.push(2);
+    for value in [1, 60, 16] {
+        sink.unsigned(value);
+    }
+    sink.double(0.01);
+    for value in [4, 1, 1_800_000_000_000 / window.slot_millis(), 1] {
+        sink.unsigned(value);
+    }
+    sink.unsigned(first.capacity);
+    sink.double(first.error);
+    for value in [u64::from(first.hash_count), first.bits, 3] {
+        sink.unsigned(value);
+    }
+    for len in bf_filter::bits::piece_lengths(first.bits) {
+        sink.buffer(&vec![0x24; len]);
+    }
+    sink.unsigned(0);
+    write(&root.join("older_stored"), 0, &sink.bytes);
+    let mut revision_100 = vec![0u8];
+    let chain_form = to_bytes(&filters[1]);
+    // Revision 102 and later start with the kind (9 bytes) and end with the restoring state.
+    revision_100.extend_from_slice(&chain_form[9..chain_form.len() - 9]);
+    write(&root.join("older_stored"), 1, &revision_100);
+    let mut revision_101 = vec![1u8];
+    revision_101.extend_from_slice(&chain_form[9..]);
+    write(&root.join("older_stored"), 2, &revision_101);
+    let mut revision_102 = vec![2u8];
+    revision_102.extend_from_slice(&chain_form);
+    write(&root.join("older_stored"), 3, &revision_102);
 
     let head: Vec<u8> = (0..REDISBLOOM_HEADER.len())
         .step_by(2)

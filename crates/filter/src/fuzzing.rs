@@ -1,9 +1,9 @@
 //! Entry points for the fuzzers (`fuzz/`) and for the test that replays their corpora in
 //! `make test`: each takes arbitrary bytes and must never panic.
 
-use crate::dump::{chunk_offset, header, Header};
+use crate::dump::{chunk_offset, header, split_iterator, Header};
 use crate::redisbloom::load_rdb;
-use crate::stored::{from_bytes, to_bytes, ByteFields};
+use crate::stored::{from_bytes, load, to_bytes, ByteFields, Revision};
 
 /// The time the fuzzed filters are asked at (a windowed filter's generations may be live or not).
 const NOW: u64 = 1_800_000_000_000;
@@ -13,8 +13,9 @@ const NOW: u64 = 1_800_000_000_000;
 const LIMIT: u64 = 64 << 20;
 
 /// BF.LOADCHUNK's decoding. Input: a little-endian u16 header length, the header, then repeated
-/// (u64 iterator, u16 length, bytes) data chunks. A filter that loads must answer lookups and
-/// adds.
+/// (u64 iterator, u16 length, bytes) data chunks, the iterators tagged as a windowed filter's
+/// (see `crate::dump`) or not. A filter that loads must answer lookups and adds, and check its
+/// clock.
 pub fn chunks(data: &[u8]) {
     let Some((len, rest)) = data.split_first_chunk::<2>() else {
         return;
@@ -39,13 +40,45 @@ pub fn chunks(data: &[u8]) {
         };
         let len = usize::from(u16::from_le_bytes(*len)).min(tail.len());
         let (chunk, tail) = tail.split_at(len);
-        if let Some(offset) = chunk_offset(u64::from_le_bytes(*iterator), chunk.len()) {
+        let (_, position) = split_iterator(u64::from_le_bytes(*iterator));
+        if let Some(offset) = chunk_offset(position, chunk.len()) {
             let _ = filter.load_chunk(offset, chunk);
         }
         rest = tail;
     }
+    if let crate::Filter::Windowed(windowed) = &filter {
+        let _ = windowed.check_clock(NOW);
+    }
     let _ = filter.contains(b"probe", NOW);
     let _ = filter.add(b"probe", NOW, LIMIT);
+}
+
+/// The stored form of older revisions (100 to 102: chains before the restoring state, and the
+/// first release's windowed filters): the first byte picks the revision, the rest are fields. A
+/// filter that loads must answer, and come back unchanged through the newest revision.
+pub fn older_stored(data: &[u8]) {
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let revision = match pick % 3 {
+        0 => Revision::Chain,
+        1 => Revision::Restoring,
+        _ => Revision::Windowed,
+    };
+    let mut fields = ByteFields::new(rest);
+    let Ok(filter) = load(&mut fields, revision) else {
+        return;
+    };
+    assert_eq!(from_bytes(&to_bytes(&filter)).as_ref(), Ok(&filter));
+    let _ = (
+        filter.capacity(),
+        filter.items(NOW),
+        filter.contains(b"probe", NOW),
+    );
+    if filter.planned_size() < LIMIT {
+        let mut filter = filter;
+        let _ = filter.add(b"probe", NOW, LIMIT);
+    }
 }
 
 /// The RDB decoder fed from bytes: a chain or an error, and a chain that loads saves back to the

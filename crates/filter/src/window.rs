@@ -38,9 +38,9 @@
 //! expire whole, on their old schedule; every generation made after that is sized as above.
 
 use crate::bits::BitStore;
-use crate::chain::Growth;
+
 use crate::hash::ItemHash;
-use crate::sizing::{check_requested_error_rate, Shape, MIN_ERROR_RATE};
+use crate::sizing::{Shape, MIN_ERROR_RATE};
 use crate::sub_filter::{storage_bits, SubFilter};
 use crate::FilterError;
 
@@ -98,155 +98,6 @@ impl Window {
     /// One slot: a quarter of the window, in milliseconds (exact: 250 per second).
     pub fn slot_millis(self) -> u64 {
         self.as_millis() / GENERATIONS
-    }
-}
-
-/// How a generation's parts are sized.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rule {
-    /// Parts of `ceil(C/8)` items up to this many items (the budget: what the window left for
-    /// the slot when the generation was made), the last one cut; past it, parts that grow by the
-    /// expansion at half the error each.
-    Budget(u64),
-    /// A generation made by the first release of windowed filters: a scaling chain built for
-    /// `ceil(5C/16)` items at `error * 5/11`, growing by the expansion.
-    Legacy,
-}
-
-/// How a windowed filter's generations are built: the parameters the filter was created with.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WindowedShape {
-    /// Items per window.
-    pub capacity: u64,
-    /// The false-positive rate asked for.
-    pub error: f64,
-    /// How a generation grows past its budget.
-    pub growth: Growth,
-    pub window: Window,
-}
-
-impl WindowedShape {
-    /// Checks the parameters of a windowed filter.
-    pub fn new(
-        capacity: u64,
-        error: f64,
-        growth: Growth,
-        window: Window,
-    ) -> Result<WindowedShape, FilterError> {
-        WindowedShape::with_floor(capacity, error, growth, window, MIN_WINDOWED_ERROR_RATE)
-    }
-
-    /// Checks the parameters of a windowed filter saved by the first release, which took error
-    /// rates down to its own floor.
-    pub(crate) fn legacy(
-        capacity: u64,
-        error: f64,
-        growth: Growth,
-        window: Window,
-    ) -> Result<WindowedShape, FilterError> {
-        WindowedShape::with_floor(capacity, error, growth, window, LEGACY_MIN_ERROR_RATE)
-    }
-
-    fn with_floor(
-        capacity: u64,
-        error: f64,
-        growth: Growth,
-        window: Window,
-        floor: f64,
-    ) -> Result<WindowedShape, FilterError> {
-        check_requested_error_rate(error)?;
-        if error < floor {
-            return Err(FilterError::BadErrorRate);
-        }
-        if capacity == 0 || capacity > MAX_CAPACITY {
-            return Err(FilterError::BadCapacity);
-        }
-        Ok(WindowedShape {
-            capacity,
-            error,
-            growth,
-            window,
-        })
-    }
-
-    /// The capacity of a whole part: an eighth of the window's, rounded up.
-    pub fn part_capacity(&self) -> u64 {
-        self.capacity.div_ceil(PARTS).max(1)
-    }
-
-    /// The error rate of a part of `capacity` items within the budget: proportional to its
-    /// capacity, so that every item costs the same share of the error rate.
-    fn part_error(&self, capacity: u64) -> f64 {
-        let denominator = self.capacity.saturating_add(self.part_capacity()) as f64;
-        self.error * capacity as f64 / denominator
-    }
-
-    /// The number of the slot that time `now` falls in.
-    pub fn slot_at(&self, now: u64) -> u64 {
-        now / self.window.slot_millis()
-    }
-
-    /// When slot `slot` starts, in milliseconds (saturating).
-    pub fn slot_start(&self, slot: u64) -> u64 {
-        slot.saturating_mul(self.window.slot_millis())
-    }
-
-    /// When a generation of the first release expired: a window after its slot ends.
-    pub fn expiry(&self, slot: u64) -> u64 {
-        slot.saturating_add(GENERATIONS + 1)
-            .saturating_mul(self.window.slot_millis())
-    }
-
-    /// The shape of part number `index` of a generation sized by `rule`: the parts' sizing (see
-    /// the module documentation). [`FilterError::Full`] past the budget of a NONSCALING filter,
-    /// [`FilterError::CannotGrow`] where a part's capacity or error rate would leave the range.
-    pub fn part_shape(&self, rule: Rule, index: u32) -> Result<Shape, FilterError> {
-        let index = u64::from(index);
-        match rule {
-            Rule::Budget(budget) => {
-                let size = self.part_capacity();
-                let whole = budget.div_ceil(size);
-                if index < whole {
-                    let capacity = size.min(budget - index * size);
-                    return Shape::new(capacity, self.part_error(capacity));
-                }
-                self.grown(size, self.part_error(size), index - whole + 1)
-            }
-            Rule::Legacy => {
-                let capacity = u64::try_from((u128::from(self.capacity) * 5).div_ceil(16))
-                    .unwrap_or(u64::MAX)
-                    .max(1);
-                let generation_error = self.error * 5.0 / 11.0;
-                let error = match self.growth {
-                    Growth::Scaling { .. } => generation_error / 2.0,
-                    Growth::Fixed => generation_error,
-                };
-                self.grown(capacity, error, index)
-            }
-        }
-    }
-
-    /// The shape `steps` growths after a part of `capacity` items at `error`: each one
-    /// `expansion` times the capacity at half the error, as a scaling chain grows.
-    fn grown(&self, capacity: u64, error: f64, steps: u64) -> Result<Shape, FilterError> {
-        let (mut capacity, mut error) = (capacity, error);
-        if steps > 0 {
-            let Growth::Scaling { expansion } = self.growth else {
-                return Err(FilterError::Full);
-            };
-            for _ in 0..steps {
-                capacity = capacity
-                    .checked_mul(u64::from(expansion))
-                    .filter(|capacity| *capacity <= MAX_CAPACITY)
-                    .ok_or(FilterError::CannotGrow)?;
-                // Half of it must stay a normal double (as for a chain's growth).
-                if error < 2.0 * f64::MIN_POSITIVE {
-                    return Err(FilterError::CannotGrow);
-                }
-                error /= 2.0;
-            }
-        }
-        Shape::new(capacity, error)
     }
 }
 
@@ -366,34 +217,6 @@ impl Generation {
         hash.for_sub_filter(self.first as usize + position)
     }
 }
-
-/// A generation without its bits: what the loaders check before a bit is read or allocated.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Outline {
-    pub slot: u64,
-    pub rule: Rule,
-    /// The number of its first part.
-    pub first: u32,
-    /// Each part's shape, item count and expiry.
-    pub parts: Vec<(Shape, u64, u64)>,
-}
-
-impl Generation {
-    /// Its outline.
-    pub fn outline(&self) -> Outline {
-        Outline {
-            slot: self.slot,
-            rule: self.rule,
-            first: self.first,
-            parts: self
-                .parts
-                .iter()
-                .map(|part| (*part.filter.shape(), part.filter.items(), part.expires_at))
-                .collect(),
-        }
-    }
-}
-
 /// What [`Windowed::expire`] dropped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Expired {
@@ -756,95 +579,11 @@ impl Windowed {
     }
 }
 
-/// Checks stored generations against what a windowed filter can hold, before any bit is read
-/// into them:
-/// - at most [`MAX_GENERATIONS`], one per slot, oldest first, spanning at most the window and
-///   its slack (five slots);
-/// - in each, at least one part, each of the shape its number gives under the generation's rule,
-///   every part but the newest full, the budget within the capacity;
-/// - each part expiring between a window after its slot starts and a window after it ends, never
-///   before the part before it.
-pub fn check_generations(
-    shape: &WindowedShape,
-    generations: &[Outline],
-) -> Result<(), FilterError> {
-    if generations.len() > MAX_GENERATIONS {
-        return Err(FilterError::Corrupt(
-            "more generations than a windowed filter keeps (5)",
-        ));
-    }
-    for pair in generations.windows(2) {
-        if pair[0].slot >= pair[1].slot {
-            return Err(FilterError::Corrupt("generations out of order"));
-        }
-    }
-    if let (Some(oldest), Some(newest)) = (generations.first(), generations.last()) {
-        if newest.slot - oldest.slot > GENERATIONS {
-            return Err(FilterError::Corrupt(
-                "generations span more than a window and its slack",
-            ));
-        }
-        if shape.expiry(newest.slot) == u64::MAX {
-            return Err(FilterError::Corrupt("generation slot out of range"));
-        }
-    }
-    let mut floor = 0;
-    for generation in generations {
-        check_generation(shape, generation, &mut floor)?;
-    }
-    Ok(())
-}
+mod check;
+mod shape;
 
-/// Checks one generation (see [`check_generations`]); `floor` is the expiry of the part before.
-fn check_generation(
-    shape: &WindowedShape,
-    generation: &Outline,
-    floor: &mut u64,
-) -> Result<(), FilterError> {
-    if generation.parts.is_empty() {
-        return Err(FilterError::Corrupt("a generation without sub-filters"));
-    }
-    if let Rule::Budget(budget) = generation.rule {
-        if budget > shape.capacity {
-            return Err(FilterError::Corrupt(
-                "a generation's budget over the capacity",
-            ));
-        }
-    }
-    let start = shape.slot_start(generation.slot);
-    let earliest = start.saturating_add(shape.window.as_millis());
-    let latest = earliest.saturating_add(shape.window.slot_millis());
-    let newest = generation.parts.len() - 1;
-    let mut capacity = 0u64;
-    for (position, (stored, items, expiry)) in generation.parts.iter().enumerate() {
-        let index = u32::try_from(generation.first as usize + position)
-            .map_err(|_| FilterError::Corrupt("a part number out of range"))?;
-        let expected = shape
-            .part_shape(generation.rule, index)
-            .map_err(|_| FilterError::Corrupt("a part past what its generation can grow"))?;
-        if *stored != expected || expected.error.to_bits() != stored.error.to_bits() {
-            return Err(FilterError::Corrupt(
-                "a part not sized as its generation sizes it",
-            ));
-        }
-        if *items > expected.capacity || (position < newest && *items != expected.capacity) {
-            return Err(FilterError::Corrupt(
-                "a part's items: over its capacity, or an older part not full",
-            ));
-        }
-        if *expiry < earliest || *expiry > latest || *expiry < *floor {
-            return Err(FilterError::Corrupt(
-                "a part's expiry outside its generation's slot",
-            ));
-        }
-        *floor = *expiry;
-        capacity = capacity
-            .checked_add(expected.capacity)
-            .filter(|total| *total <= MAX_CAPACITY)
-            .ok_or(FilterError::Corrupt("a generation's capacity out of range"))?;
-    }
-    Ok(())
-}
+pub use check::{check_generations, Outline};
+pub use shape::{Rule, WindowedShape};
 
 #[cfg(test)]
 mod tests;

@@ -37,6 +37,17 @@ fn the_stored_corpus_decodes_without_panicking() {
 }
 
 #[test]
+fn the_older_stored_corpus_decodes_without_panicking() {
+    replay("older_stored", bf_filter::fuzzing::older_stored);
+    // Its first seed is a windowed filter of the first release: it loads.
+    let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/older_stored");
+    let data = std::fs::read(seeds.join("seed-0")).unwrap();
+    let mut fields = bf_filter::stored::ByteFields::new(&data[1..]);
+    let loaded = bf_filter::stored::load(&mut fields, bf_filter::stored::Revision::Windowed);
+    assert!(loaded.is_ok(), "{loaded:?}");
+}
+
+#[test]
 fn the_redisbloom_corpus_decodes_without_panicking() {
     replay("redisbloom", bf_filter::fuzzing::redisbloom);
     // Its seeds, one per encoding version, are real filters (so the fuzzer starts from inputs

@@ -9,10 +9,11 @@ adds, so the crawl resumes with everything it had seen. How it goes:
    ``SSCAN`` and ``BF.INSERT ... NOCREATE ITEMS`` in batches, one round trip per batch, printing
    its progress.
 2. One Lua script swaps it in, atomically: only if the set still has as many members as when the
-   copy started (scrapy-redis only ever adds to it), the set is renamed away and the filter takes
-   its key. If spiders added fingerprints meanwhile, the copy runs again (the filter keeps what it
-   has), up to three times, then gives up and asks for the spiders to be stopped.
-3. The old set is freed with ``UNLINK`` (in the background), or kept with ``--keep-set``.
+   copy started (scrapy-redis only ever adds to it), the set is freed with ``UNLINK`` (in the
+   background), or with ``--keep-set`` renamed to ``{key}:scrapy-redis-set`` (refused if that key
+   exists), and the filter takes its key. If spiders added fingerprints meanwhile, the copy runs
+   again (the filter keeps what it has), up to three times, then gives up and asks for the
+   spiders to be stopped.
 
 Stop the spiders first (with ``SCHEDULER_PERSIST = True`` the request queue stays in Redis), run
 this, set ``DUPEFILTER_CLASS = "redis_bf.scrapy.RFPDupeFilter"``, start them again: a spider still
@@ -27,7 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, TextIO
 
@@ -64,8 +65,8 @@ there is nothing to replay into the module's hashing. Instead, either:
   - if you know the URLs fetched so far (your items, logs or database), load their fingerprints
     into the new key first: python -m redis_bf.migrate --urls fetched.txt <new key>"""
 
-# KEYS: the set, the filter built beside it, the name the set moves to.
-# ARGV: the set's member count when the copy started.
+# KEYS: the set, the filter built beside it, the name the set moves to with --keep-set.
+# ARGV: the set's member count when the copy started, the filter's type, 'keep' or 'free'.
 SWAP_SCRIPT = """
 local kind = redis.call('TYPE', KEYS[1])['ok']
 if kind ~= 'set' then
@@ -77,7 +78,14 @@ end
 if redis.call('SCARD', KEYS[1]) ~= tonumber(ARGV[1]) then
   return 0
 end
-redis.call('RENAME', KEYS[1], KEYS[3])
+if ARGV[3] == 'keep' then
+  if redis.call('EXISTS', KEYS[3]) == 1 then
+    return redis.error_reply('ERR ' .. KEYS[3] .. ' exists: the set cannot be kept there')
+  end
+  redis.call('RENAME', KEYS[1], KEYS[3])
+else
+  redis.call('UNLINK', KEYS[1])
+end
 redis.call('RENAME', KEYS[2], KEYS[1])
 return 1
 """
@@ -152,6 +160,8 @@ def migrate_set(
     it holds anything but a set, or if the set kept changing.
     """
     options = options or FilterOptions(DEFAULT_CAPACITY, DEFAULT_ERROR_RATE)
+    if batch_size < 1:
+        raise MigrationError(f"a batch of {batch_size} members: it must be at least 1")
     kind = str(decode(client.type(key)))
     if kind == FILTER_TYPE:
         report(f"{key} is already a Bloom filter: nothing to do")
@@ -206,7 +216,10 @@ def migrate_set(
         pass_sent, pass_new = copy_members(client, key, temp, batch_size, total, progress)
         sent, new = sent + pass_sent, new + pass_new
         try:
-            swapped = swap(keys=[key, temp, backup], args=[total, FILTER_TYPE])
+            swapped = swap(
+                keys=[key, temp, backup],
+                args=[total, FILTER_TYPE, "keep" if keep_set else "free"],
+            )
         except ResponseError as error:
             client.delete(temp)
             raise MigrationError(f"cannot swap the filter in: {error}") from None
@@ -232,11 +245,7 @@ def migrate_set(
         + (f" ({attempt} passes)" if attempt > 1 else "")
         + f"; the filter counted {new:,} of them new"
     )
-    if keep_set:
-        where = f"the set is kept at {backup}"
-    else:
-        client.unlink(backup)
-        where = "the set was freed (UNLINK)"
+    where = f"the set is kept at {backup}" if keep_set else "the set was freed (UNLINK)"
     info = BloomFilter(client, key, options.capacity, options.error_rate).info()
     report(
         f"swapped: {key} is now a Bloom filter ({info['Number of items inserted']:,} items, "
@@ -303,7 +312,11 @@ def load_urls(
 ) -> int:
     """Adds the scrapy-redis fingerprints of GET requests for ``urls`` to the filter at ``key``
     (created with ``options`` if missing); returns how many were new. Needs Scrapy and
-    scrapy-redis (the fingerprints are theirs)."""
+    scrapy-redis (the fingerprints are theirs).
+
+    Every line is read and checked first: a line that is not a URL (blank lines and lines
+    starting with ``#`` are skipped) raises ``MigrationError`` naming it, and nothing is loaded.
+    """
     from scrapy import Request
 
     from .scrapy import RFPDupeFilter
@@ -316,17 +329,30 @@ def load_urls(
         error_rate=options.error_rate,
         window=options.window,
     )
+    fingerprints: list[str] = []
+    for number, line in enumerate(urls, start=1):
+        url = line.strip()
+        if not url or url.startswith("#"):
+            continue
+        try:
+            fingerprints.append(dupefilter.request_fingerprint(Request(url)))
+        except ValueError as error:
+            raise MigrationError(
+                f"line {number} is not a URL ({url[:80]!r}: {error}): nothing was loaded"
+            ) from None
+    # Only now, with every line read: the filter is created if missing.
     dupefilter.open()
-
-    def fingerprints() -> Iterator[str]:
-        for line in urls:
-            url = line.strip()
-            if url and not url.startswith("#"):
-                yield dupefilter.request_fingerprint(Request(url))
-
-    answers = dupefilter.filter.add_many(fingerprints())
+    answers = dupefilter.filter.add_many(fingerprints)
     report(f"{key}: {len(answers):,} URLs loaded, {sum(answers):,} of them new to the filter")
     return sum(answers)
+
+
+def positive(text: str) -> int:
+    """An argument that must be a whole number of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: must be at least 1")
+    return value
 
 
 def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
@@ -371,9 +397,16 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         help="BLOOMFILTER_WINDOW for the new filter: a windowed filter, every fingerprint "
         "remembered for this long from the migration on (default, or 0: no window)",
     )
-    parser.add_argument("--batch", type=int, default=1000, help="members per SSCAN and BF.INSERT")
     parser.add_argument(
-        "--keep-set", action="store_true", help=f"keep the set, renamed to <key>{BACKUP_SUFFIX}"
+        "--batch",
+        type=positive,
+        default=1000,
+        help="members per SSCAN and BF.INSERT, at least 1 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--keep-set",
+        action="store_true",
+        help=f"keep the set, renamed to {{<key>}}{BACKUP_SUFFIX} (refused if that key exists)",
     )
     parser.add_argument(
         "--progress-interval",

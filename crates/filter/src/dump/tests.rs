@@ -1,6 +1,6 @@
 //! Dumps: round trips, chunk boundaries, the restoring state, header checks, iterator tags.
 use super::*;
-use crate::window::Rule;
+use crate::window::{Rule, Window};
 
 const NOW: u64 = 1_800_000_000_000;
 
@@ -224,114 +224,145 @@ fn headers_are_checked_field_by_field() {
     assert!(Header::parse(&longer).is_err());
 }
 
-#[test]
-fn windowed_headers_are_checked_field_by_field() {
+/// A windowed filter's header, and the same with `bytes` written at `at`, parsed.
+fn windowed_forgery() -> (Filter, impl Fn(usize, &[u8]) -> Result<Header, FilterError>) {
     let filter = windowed(3);
     let good = header(&filter);
     assert_eq!(
         Header::parse(&good).unwrap().planned_bytes(),
         filter.planned_size()
     );
-    let patched = |at: usize, bytes: &[u8]| {
+    let patched = move |at: usize, bytes: &[u8]| {
         let mut forged = good.clone();
         forged[at..at + bytes.len()].copy_from_slice(bytes);
         Header::parse(&forged)
     };
-    // magic 8, version 4, window 8, capacity 8, error 8, expansion 4, count 4 = 44; then per
-    // generation: slot 8, rule 4, budget 8, first 4, count 4 = 28, and 44 bytes a part
-    // (capacity 8, error 8, hashes 4, bits 8, items 8, expiry 8).
-    let first = 44;
-    let part = first + 28;
+    (filter, patched)
+}
+
+fn corrupt(what: &'static str) -> Result<Header, FilterError> {
+    Err(FilterError::Corrupt(what))
+}
+
+// Offsets: magic 8, version 4, window 8 (12), capacity 8 (20), error 8 (28), expansion 4 (36),
+// count 4 (40) = 44; then per generation: slot 8, rule 4, budget 8, first 4, count 4 = 28, and 44
+// bytes a part (capacity 8, error 8, hashes 4, bits 8, items 8, expiry 8).
+const FIRST_GENERATION: usize = 44;
+const FIRST_PART: usize = FIRST_GENERATION + 28;
+
+#[test]
+fn windowed_header_parameters_are_checked_field_by_field() {
+    let (_, patched) = windowed_forgery();
+    let cases = [
+        (
+            "window zero",
+            12,
+            0u64.to_le_bytes().to_vec(),
+            "window out of range",
+        ),
+        (
+            "window too long",
+            12,
+            (u64::MAX / 2).to_le_bytes().to_vec(),
+            "window out of range",
+        ),
+        (
+            "capacity",
+            20,
+            401u64.to_le_bytes().to_vec(),
+            "a part not sized as its generation sizes it",
+        ),
+        (
+            "error",
+            28,
+            0.02f64.to_bits().to_le_bytes().to_vec(),
+            "a part not sized as its generation sizes it",
+        ),
+        (
+            "generation count over five",
+            40,
+            20_000u32.to_le_bytes().to_vec(),
+            "more generations than a windowed filter keeps (5)",
+        ),
+    ];
+    for (what, at, bytes, expected) in cases {
+        assert_eq!(patched(at, &bytes), corrupt(expected), "{what}");
+    }
+}
+
+#[test]
+fn windowed_header_generations_are_checked_field_by_field() {
+    let (filter, patched) = windowed_forgery();
     let Filter::Windowed(inner) = &filter else {
         unreachable!()
     };
     let later = inner.generations()[1].slot() + 1;
     let expiry = inner.generations()[0].parts()[0].expires_at();
-    let corrupt = |what: &'static str| Err(FilterError::Corrupt(what));
-    let cases: Vec<(
-        &str,
-        Result<Header, FilterError>,
-        Result<Header, FilterError>,
-    )> = vec![
-        (
-            "window zero",
-            patched(12, &0u64.to_le_bytes()),
-            corrupt("window out of range"),
-        ),
-        (
-            "window too long",
-            patched(12, &(u64::MAX / 2).to_le_bytes()),
-            corrupt("window out of range"),
-        ),
-        (
-            "capacity",
-            patched(20, &401u64.to_le_bytes()),
-            corrupt("a part not sized as its generation sizes it"),
-        ),
-        (
-            "error",
-            patched(28, &0.02f64.to_bits().to_le_bytes()),
-            corrupt("a part not sized as its generation sizes it"),
-        ),
-        (
-            "generation count over five",
-            patched(40, &20_000u32.to_le_bytes()),
-            corrupt("more generations than a windowed filter keeps (5)"),
-        ),
+    let (generation, part) = (FIRST_GENERATION, FIRST_PART);
+    let cases = [
         (
             "slot out of order",
-            patched(first, &later.to_le_bytes()),
-            corrupt("generations out of order"),
+            generation,
+            later.to_le_bytes().to_vec(),
+            "generations out of order",
         ),
         (
             "slot at the end of time",
-            patched(first, &u64::MAX.to_le_bytes()),
-            corrupt("generations out of order"),
+            generation,
+            u64::MAX.to_le_bytes().to_vec(),
+            "generations out of order",
         ),
         (
             "rule",
-            patched(first + 8, &7u32.to_le_bytes()),
-            corrupt("unknown generation rule"),
+            generation + 8,
+            7u32.to_le_bytes().to_vec(),
+            "unknown generation rule",
         ),
         (
             "budget over the capacity",
-            patched(first + 12, &401u64.to_le_bytes()),
-            corrupt("a generation's budget over the capacity"),
+            generation + 12,
+            401u64.to_le_bytes().to_vec(),
+            "a generation's budget over the capacity",
         ),
         (
             "no parts",
-            patched(first + 24, &0u32.to_le_bytes()),
-            corrupt("a generation without sub-filters"),
+            generation + 24,
+            0u32.to_le_bytes().to_vec(),
+            "a generation without sub-filters",
         ),
         (
             "part capacity",
-            patched(part, &1000u64.to_le_bytes()),
-            corrupt("a part not sized as its generation sizes it"),
+            part,
+            1000u64.to_le_bytes().to_vec(),
+            "a part not sized as its generation sizes it",
         ),
         (
             "items over capacity",
-            patched(part + 28, &1000u64.to_le_bytes()),
-            corrupt("more items than capacity"),
+            part + 28,
+            1000u64.to_le_bytes().to_vec(),
+            "more items than capacity",
         ),
         (
             "expiry a slot late",
-            patched(part + 36, &(expiry + 25_000).to_le_bytes()),
-            corrupt("a part's expiry outside its generation's slot"),
+            part + 36,
+            (expiry + 25_000).to_le_bytes().to_vec(),
+            "a part's expiry outside its generation's slot",
         ),
         (
             "expiry before its slot",
-            patched(part + 36, &(expiry - 100_000).to_le_bytes()),
-            corrupt("a part's expiry outside its generation's slot"),
-        ),
-        (
-            "truncated",
-            Header::parse(&good[..good.len() - 1]),
-            corrupt("header length does not match its parts"),
+            part + 36,
+            (expiry - 100_000).to_le_bytes().to_vec(),
+            "a part's expiry outside its generation's slot",
         ),
     ];
-    for (what, parsed, expected) in cases {
-        assert_eq!(parsed, expected, "{what}");
+    for (what, at, bytes, expected) in cases {
+        assert_eq!(patched(at, &bytes), corrupt(expected), "{what}");
     }
+    let good = header(&filter);
+    assert_eq!(
+        Header::parse(&good[..good.len() - 1]),
+        corrupt("header length does not match its parts")
+    );
     let mut longer = good.clone();
     longer.push(0);
     assert_eq!(

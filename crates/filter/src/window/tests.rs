@@ -2,6 +2,7 @@
 //! every phase and under every arrival pattern, and memory under the patterns that cost the most.
 
 use super::*;
+use crate::chain::Growth;
 use crate::Chain;
 
 const ERROR: f64 = 0.01;
