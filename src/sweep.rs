@@ -127,9 +127,14 @@ pub fn schedule(bg: &Background, db: i32, key: &[u8], due: u64) {
 
 /// Starts the timer (if none is pending) for `due`, at most [`MAX_DELAY`] from now.
 fn arm(bg: &Background, due: u64) {
+    arm_in(bg, due.saturating_sub(background::now()));
+}
+
+/// Starts the timer (if none is pending) to fire in `delay` milliseconds, from 1 to
+/// [`MAX_DELAY`].
+fn arm_in(bg: &Background, delay: u64) {
     if !ARMED.swap(true, Ordering::Relaxed) {
-        let delay = due.saturating_sub(background::now()).clamp(1, MAX_DELAY);
-        bg.start_timer(delay);
+        bg.start_timer(delay.clamp(1, MAX_DELAY));
     }
 }
 
@@ -142,20 +147,29 @@ pub type SweepOne = fn(&Background, i32, &[u8], u64) -> Option<u64>;
 /// them again for their next expiry, then re-arms.
 pub fn tick(bg: &Background, sweep_one: SweepOne) {
     ARMED.store(false, Ordering::Relaxed);
-    if bg.may_write() {
-        let now = background::now();
-        let due = registry().take_due(now, BATCH);
-        for (db, key) in due {
-            if !bg.select_db(db) {
-                continue;
-            }
-            if let Some(next) = sweep_one(bg, db, &key, now) {
-                registry().schedule(db, &key, next);
-            }
+    if !bg.may_write() {
+        // A replica (or a server loading) keeps its entries, due or not, and looks again later:
+        // they are its primary's to sweep.
+        if registry().len() > 0 {
+            arm_in(bg, MAX_DELAY);
         }
-        count(&registry());
+        return;
     }
-    let next = registry().next_due();
+    let now = background::now();
+    let due = registry().take_due(now, BATCH);
+    for (db, key) in due {
+        if !bg.select_db(db) {
+            continue;
+        }
+        if let Some(next) = sweep_one(bg, db, &key, now) {
+            registry().schedule(db, &key, next);
+        }
+    }
+    let next = {
+        let registry = registry();
+        count(&registry);
+        registry.next_due()
+    };
     if let Some(next) = next {
         arm(bg, next);
     }

@@ -195,3 +195,46 @@ fn the_sweep_follows_filters_however_they_reach_their_key() {
     ok(&mut conn, &["SELECT", "0"]);
     assert_eq!(info_bf(&server, "bf_sweep_keys"), 0);
 }
+
+/// `used_cpu_sys` + `used_cpu_user` of a server, in milliseconds.
+fn cpu_ms(conn: &mut Conn) -> f64 {
+    let info = conn.call(&["INFO", "cpu"]).text();
+    let field = |name: &str| -> f64 {
+        info.lines()
+            .find_map(|line| line.strip_prefix(name))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    (field("used_cpu_sys:") + field("used_cpu_user:")) * 1000.0
+}
+
+#[test]
+fn a_replica_waits_for_its_primarys_sweep_without_spinning() {
+    let primary = Server::start();
+    let replica = Server::start();
+    replica.replicate(&primary);
+    let mut conn = primary.conn();
+    let mut mirror = replica.conn();
+    ok(
+        &mut conn,
+        &["BF.RESERVE", "w", "0.01", "1000", "WINDOW", "1"],
+    );
+    assert!(!madd(&mut conn, "w", &names("a", 100)).is_error());
+    let added = now_ms();
+    replica.catch_up(&primary);
+    // The replica knows the key and when it is due; past that, it leaves the sweep to its
+    // primary, and looks again a second later, not every millisecond.
+    assert_eq!(info_bf(&replica, "bf_sweep_keys"), 1);
+    sleep_until(added + 1500);
+    let before = cpu_ms(&mut mirror);
+    sleep(Duration::from_secs(3));
+    let spent = cpu_ms(&mut mirror) - before;
+    assert!(
+        spent < 15.0,
+        "the idle replica used {spent} ms of CPU in 3 s"
+    );
+    replica.catch_up(&primary);
+    assert_eq!(digest(&mut mirror, "w"), digest(&mut conn, "w"));
+}

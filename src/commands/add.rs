@@ -194,6 +194,12 @@ fn add_items(
 ) -> Result<(), BfError> {
     super::window::check_at(call, at)?;
     let mut key = FilterKey::open(call, 1, Access::Write);
+    // A change of time alone (a replayed `BF.INSERT ... AT t ITEMS`, no item) creates nothing.
+    let creation = creation.filter(|_| first_item < call.args().len());
+    if creation.is_none() && first_item >= call.args().len() && key.filter()?.is_none() {
+        call.reply_array(0);
+        return Ok(());
+    }
     let (filter, created) = open_or_create(call, &mut key, creation)?;
     // Time matters to windowed filters only: the primary's clock, or the time it propagated.
     let windowed = match filter {
