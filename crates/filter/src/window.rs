@@ -12,17 +12,20 @@
 //! - a generation may hold its *budget* of items: what the window leaves after the three slots
 //!   before it, `C - (items of slots k-3, k-2, k-1)`; with at most C items in any window no slot
 //!   ever takes more;
-//! - its parts hold an eighth of C each (`ceil(C/8)`, the last one cut to the budget), at an error
-//!   rate proportional to their capacity: `p * capacity / (C + ceil(C/8))`, a ninth of p for a whole
-//!   part. Every item then costs at most `p / (C + ceil(C/8))` of false-positive rate, however the
-//!   items are spread over parts and generations;
+//! - its parts hold `ceil(C/G)` items each (the last one cut to the budget), where G is 6 up to
+//!   an error rate of 2% and 8 above it ([`parts_per_window`]), at an error rate proportional to
+//!   their capacity: `p * capacity / (C + ceil(C/G))`, a seventh of p for a whole part (a ninth
+//!   for G = 8). Every item then costs at most `p / (C + ceil(C/G))` of false-positive rate,
+//!   however the items are spread over parts and generations;
 //! - at any time, the live parts hold the items of the last window (at most C) and at most the
-//!   older part of one that straddles its start (less than `ceil(C/8)`): the false-positive rate is
-//!   at most p, whatever the arrival pattern, with at most C items in any window;
+//!   older part of one that straddles its start (less than `ceil(C/G)`): the false-positive rate
+//!   is at most p, whatever the arrival pattern, with at most C items in any window;
 //! - memory: the live parts are full but for the newest of each of the five generations that can
-//!   be live, so their bits are at most `(9/8 C + 5/8 C) * bits_per_item(p/9)`: 1.75 *
-//!   (1 + 3.13 / bits_per_item(p/2)) times a plain filter's, 2.25x at 1%, 2.63x at 10%; measured on
-//!   simulated time by the unit tests, worst patterns included;
+//!   be live, so their bits are at most `(C + C/G + 5 C/G) * bits_per_item(p/(G+1))`, that is
+//!   `(1 + 6/G) * (1 + ln((G+1)/2) / ln(2)^2 / bits_per_item(p/2))` times a plain filter's:
+//!   2.47x at 1% and 2.54x at 2% (G = 6), 2.63x at 10% (G = 8). Fewer, larger parts make a lookup
+//!   ask fewer of them; at high error rates an item has few bits, and the finer split keeps the
+//!   bound under 3x. Measured on simulated time by the unit tests, worst patterns included;
 //! - past its budget (more than C items in a window) a generation keeps growing as a scaling
 //!   filter does: each part `expansion` times the last at half its error rate. A NONSCALING
 //!   windowed filter refuses those items instead: it takes C items in any window, however they
@@ -48,8 +51,18 @@ use crate::FilterError;
 pub const GENERATIONS: u64 = 4;
 /// The most generations a filter holds: the slot of now and the four before it.
 pub const MAX_GENERATIONS: usize = GENERATIONS as usize + 1;
-/// A part holds `1/PARTS` of the window's capacity.
-pub const PARTS: u64 = 8;
+/// Parts per window's capacity: a part holds `1/G` of it, G = 6 up to this error rate, 8 above.
+pub const FINER_PARTS_ABOVE: f64 = 0.02;
+
+/// G, the number of parts a window's capacity is cut into at error rate `error` (see the module
+/// documentation).
+pub fn parts_per_window(error: f64) -> u64 {
+    if error > FINER_PARTS_ABOVE {
+        8
+    } else {
+        6
+    }
+}
 /// The shortest window, in seconds.
 pub const MIN_WINDOW_SECONDS: u64 = 1;
 /// The longest window, in seconds: ten years of 365.25 days.
@@ -61,9 +74,9 @@ pub const DEFAULT_EXPANSION: u16 = 4;
 const MAX_CAPACITY: u64 = i64::MAX as u64;
 
 /// The smallest error rate a windowed filter may be asked for: a part of one item gets
-/// `error / (C + ceil(C/8))`, which must be a rate a filter can be built and grown for whatever
+/// `error / (C + ceil(C/6))`, which must be a rate a filter can be built and grown for whatever
 /// the capacity.
-pub const MIN_WINDOWED_ERROR_RATE: f64 = MIN_ERROR_RATE * (MAX_CAPACITY as f64 * 1.125 + 2.0);
+pub const MIN_WINDOWED_ERROR_RATE: f64 = MIN_ERROR_RATE * (MAX_CAPACITY as f64 * 7.0 / 6.0 + 2.0);
 
 /// The floor of the first release's windowed filters, whose generations were built for
 /// `error * 5/11` ([`Rule::Legacy`]).

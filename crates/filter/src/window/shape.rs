@@ -2,7 +2,9 @@
 //! generation is sized by ([`Rule`]), and the shape of each of its parts.
 
 use super::Window;
-use super::{GENERATIONS, LEGACY_MIN_ERROR_RATE, MAX_CAPACITY, MIN_WINDOWED_ERROR_RATE, PARTS};
+use super::{
+    parts_per_window, GENERATIONS, LEGACY_MIN_ERROR_RATE, MAX_CAPACITY, MIN_WINDOWED_ERROR_RATE,
+};
 use crate::chain::Growth;
 use crate::sizing::{check_requested_error_rate, Shape};
 use crate::FilterError;
@@ -75,9 +77,9 @@ impl WindowedShape {
         })
     }
 
-    /// The capacity of a whole part: an eighth of the window's, rounded up.
+    /// The capacity of a whole part: a sixth (or an eighth, above 2%) of the window's, rounded up.
     pub fn part_capacity(&self) -> u64 {
-        self.capacity.div_ceil(PARTS).max(1)
+        self.capacity.div_ceil(parts_per_window(self.error)).max(1)
     }
 
     /// The error rate of a part of `capacity` items within the budget: proportional to its

@@ -110,18 +110,21 @@ impl Arrivals {
     }
 }
 
-/// The memory bound of the docs for an error rate: bits of 1.75 * C items at a ninth of the
-/// error rate, against a plain filter's of C items at half of it, with the bookkeeping of 14
-/// parts (256 bytes each: the part and its pieces' pointers) and 5 generations.
+/// The memory bound of the docs for an error rate: bits of `(1 + 6/G) C` items at `p/(G+1)`,
+/// against a plain filter's of C items at `p/2`, with the bookkeeping of `G + 6` parts (256
+/// bytes each: the part and its pieces' pointers) and 5 generations.
 fn memory_bound(capacity: u64, error: f64) -> f64 {
     let bits = |error: f64| -error.ln() / std::f64::consts::LN_2.powi(2);
-    let windowed = 1.75 * capacity as f64 * bits(error / 9.0) / 8.0 + 14.0 * 256.0 + 5.0 * 64.0;
+    let parts = parts_per_window(error) as f64;
+    let items = (1.0 + 6.0 / parts) * capacity as f64;
+    let bookkeeping = (parts + 6.0) * 256.0 + 5.0 * 64.0;
+    let windowed = items * bits(error / (parts + 1.0)) / 8.0 + bookkeeping;
     windowed / plain_bytes(capacity, error) as f64
 }
 
 /// The patterns that cost the most memory, each with at most `capacity` items in any window.
 fn adversarial(capacity: u64) -> Vec<(&'static str, Arrivals)> {
-    let part = capacity.div_ceil(PARTS);
+    let part = capacity.div_ceil(parts_per_window(ERROR));
     let per_tick = |slot_items: u64| slot_items.div_ceil(8);
     let mut patterns = Vec::new();
     // The pattern: two quarter-window slots of every four take a part and a bit more
@@ -185,36 +188,46 @@ fn windows_run_from_a_second_to_ten_years() {
 }
 
 #[test]
-fn parts_hold_an_eighth_of_the_capacity_at_a_ninth_of_the_error_rate() {
+fn parts_hold_a_sixth_of_the_capacity_at_a_seventh_of_the_error_rate() {
     let filter = windowed(CAPACITY, ERROR, scaling());
     let shape = filter.shape();
-    assert_eq!(shape.part_capacity(), 2000);
+    assert_eq!(shape.part_capacity(), 2667);
     let whole = shape.part_shape(Rule::Budget(CAPACITY), 0).unwrap();
-    assert_eq!(whole.capacity, 2000);
-    assert_eq!(whole.error, ERROR * 2000.0 / 18000.0);
-    // A budget of 4,500: parts of 2,000, 2,000 and 500, the last at a proportional rate.
-    let cut = shape.part_shape(Rule::Budget(4500), 2).unwrap();
-    assert_eq!(cut.capacity, 500);
-    assert_eq!(cut.error, ERROR * 500.0 / 18000.0);
+    assert_eq!(whole.capacity, 2667);
+    assert_eq!(whole.error, ERROR * 2667.0 / 18667.0);
+    // A budget of 6,000: parts of 2,667, 2,667 and 666, the last at a proportional rate.
+    let cut = shape.part_shape(Rule::Budget(6000), 2).unwrap();
+    assert_eq!(cut.capacity, 666);
+    assert_eq!(cut.error, ERROR * 666.0 / 18667.0);
     // Past the budget: the expansion, half the error each time.
-    let grown = shape.part_shape(Rule::Budget(4500), 3).unwrap();
-    assert_eq!(grown.capacity, 2000 * 4);
+    let grown = shape.part_shape(Rule::Budget(6000), 3).unwrap();
+    assert_eq!(grown.capacity, 2667 * 4);
     assert_eq!(grown.error, whole.error / 2.0);
-    let again = shape.part_shape(Rule::Budget(4500), 4).unwrap();
+    let again = shape.part_shape(Rule::Budget(6000), 4).unwrap();
     assert_eq!(
         (again.capacity, again.error),
-        (2000 * 16, whole.error / 4.0)
+        (2667 * 16, whole.error / 4.0)
     );
     // NONSCALING: nothing past the budget.
     let fixed = windowed(CAPACITY, ERROR, Growth::Fixed);
     assert_eq!(
-        fixed.shape().part_shape(Rule::Budget(4500), 3),
+        fixed.shape().part_shape(Rule::Budget(6000), 3),
         Err(FilterError::Full)
     );
     assert_eq!(
         fixed.shape().part_shape(Rule::Budget(0), 0),
         Err(FilterError::Full)
     );
+    // Above 2%, eighths at a ninth.
+    let coarse = windowed(CAPACITY, 0.05, scaling());
+    assert_eq!(parts_per_window(0.02), 6);
+    assert_eq!(parts_per_window(0.0201), 8);
+    assert_eq!(coarse.shape().part_capacity(), 2000);
+    let part = coarse
+        .shape()
+        .part_shape(Rule::Budget(CAPACITY), 0)
+        .unwrap();
+    assert_eq!(part.error, 0.05 * 2000.0 / 18000.0);
 }
 
 #[test]
@@ -292,8 +305,8 @@ fn writes_drop_expired_parts_and_reads_skip_them() {
 
 #[test]
 fn a_generation_loses_its_oldest_parts_first_and_keeps_its_probes() {
-    // Parts of 2 items: a slot of 6 items fills three parts at different times.
-    let mut filter = windowed(16, ERROR, scaling());
+    // Parts of 2 items (a sixth of 12): a slot of 6 items fills three parts at different times.
+    let mut filter = windowed(12, ERROR, scaling());
     for i in 0..6 {
         filter
             .add(&item("p", i), START + i * 1000, u64::MAX)
@@ -394,7 +407,7 @@ fn memory_stays_under_the_bound_for_random_patterns_within_the_capacity() {
         state ^= state << 17;
         state % bound.max(1)
     };
-    let part = CAPACITY / PARTS;
+    let part = CAPACITY / parts_per_window(ERROR);
     let bound = memory_bound(CAPACITY, ERROR);
     for _ in 0..30 {
         let mut counts: Vec<u64> = Vec::new();
@@ -466,8 +479,8 @@ fn past_the_capacity_it_keeps_taking_items_at_a_bounded_rate() {
     }
     for now in [burst, burst + SLOT, burst + 3 * SLOT] {
         let rate = false_positive_rate(&filter, now, 20_000, &format!("o{now}"));
-        // At most 16/9 of the rate for the items within budgets, and 5/9 for the growths.
-        assert!(at_most(ERROR * 21.0 / 9.0, rate, 20_000), "{rate}");
+        // At most 12/7 of the rate for the items within budgets, and 5/7 for the growths.
+        assert!(at_most(ERROR * 17.0 / 7.0, rate, 20_000), "{rate}");
     }
 }
 
@@ -537,7 +550,7 @@ fn a_new_part_past_the_size_limit_is_refused() {
 /// A filter with a generation in each of five slots (each of the first four takes its item at
 /// the end of its slot, so the first is still held in the fifth), three parts in the last.
 fn five_generations() -> Windowed {
-    let mut filter = windowed(16, ERROR, scaling());
+    let mut filter = windowed(12, ERROR, scaling());
     for slot in 0..4 {
         let at = START + (slot + 1) * SLOT - 1;
         filter.add(&item("g", slot), at, u64::MAX).unwrap();
@@ -600,7 +613,7 @@ fn stored_generations_are_checked() {
         corrupt("a part not sized as its generation sizes it")
     );
     assert_eq!(
-        refused(&|g| g[4].rule = Rule::Budget(17)),
+        refused(&|g| g[4].rule = Rule::Budget(13)),
         corrupt("a generation's budget over the capacity")
     );
     assert_eq!(
