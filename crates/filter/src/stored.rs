@@ -284,7 +284,7 @@ fn windowed_fields(
 /// part checked against its generation's sizing before its bits are read, and the whole against
 /// what a windowed filter can hold (`window::check_generations`).
 fn load_windowed(source: &mut impl FieldSource) -> Result<Windowed, LoadError> {
-    let (shape, count) = windowed_fields(source, WindowedShape::new)?;
+    let (shape, count) = windowed_fields(source, WindowedShape::stored)?;
     let mut generations = Vec::new();
     for _ in 0..count {
         let slot = source.unsigned().ok_or(LoadError::Truncated)?;
@@ -338,7 +338,7 @@ fn load_windowed(source: &mut impl FieldSource) -> Result<Windowed, LoadError> {
 /// Reads a windowed filter of revision 102 (the first release's): each generation a slot and a
 /// chain, which becomes a generation of [`Rule::Legacy`] expiring whole, as it did.
 fn load_first_windowed(source: &mut impl FieldSource) -> Result<Windowed, LoadError> {
-    let (shape, count) = windowed_fields(source, WindowedShape::legacy)?;
+    let (shape, count) = windowed_fields(source, WindowedShape::stored)?;
     let mut generations = Vec::new();
     for _ in 0..count {
         let slot = source.unsigned().ok_or(LoadError::Truncated)?;

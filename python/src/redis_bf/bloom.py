@@ -158,7 +158,8 @@ class BloomFilter:
 
     With ``window``, an item added at t is held until at least t + window and forgotten by
     t + 1.25 x window, after which ``add`` answers True for it again; ``capacity`` is the items
-    of one window, and the server frees old items on its own (the key expires with the last).
+    of one window, and the server frees old items on its own (the key itself stays, an empty
+    windowed filter, once everything has expired: delete it, or set an EXPIRE, to have it gone).
     """
 
     def __init__(

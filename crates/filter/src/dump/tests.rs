@@ -467,6 +467,26 @@ fn the_first_releases_windowed_headers_still_load_as_generations_that_expire_who
         .into_filter()
         .unwrap();
     assert_eq!(again, loaded);
+    // One at an error rate the first release took and this one does not make (below today's
+    // floor): it loads, and loads again from the header it is saved as.
+    let tiny = WindowedShape::stored(16, 3.4e-307, Growth::Scaling { expansion: 16 }, window);
+    let tiny = tiny.unwrap();
+    assert!(WindowedShape::new(16, 3.4e-307, Growth::Scaling { expansion: 16 }, window).is_err());
+    let first = tiny.part_shape(Rule::Legacy, 0).unwrap();
+    let old = vec![(slot, vec![SubFilter::new(first).unwrap().with_items(1)])];
+    let loaded = Header::parse(&first_release_header(&tiny, &old))
+        .unwrap()
+        .into_filter()
+        .unwrap();
+    let again = Header::parse(&header(&loaded))
+        .unwrap()
+        .into_filter()
+        .unwrap();
+    assert_eq!(again, loaded);
+    assert_eq!(
+        crate::stored::from_bytes(&crate::stored::to_bytes(&loaded)),
+        Ok(loaded)
+    );
     // The first release's checks hold: no chain that does not follow its growth rule.
     let mut wrong = chains.clone();
     wrong[0].1.swap(0, 1);

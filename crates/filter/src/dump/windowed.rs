@@ -66,7 +66,7 @@ impl Header {
     /// the whole against what a windowed filter can hold (`window::check_generations`) when it
     /// is built.
     pub(super) fn parse_windowed(mut reader: Reader) -> Result<Header, FilterError> {
-        let (shape, count) = Header::windowed_fields(&mut reader, WindowedShape::new)?;
+        let (shape, count) = Header::windowed_fields(&mut reader, WindowedShape::stored)?;
         let mut generations = Vec::with_capacity(count);
         for _ in 0..count {
             let slot = reader.u64()?;
@@ -133,7 +133,7 @@ impl Header {
     /// Version 2 (the first release): a slot and a chain per generation, which becomes a
     /// generation of the first release's sizing that expires whole.
     pub(super) fn parse_first_windowed(mut reader: Reader) -> Result<Header, FilterError> {
-        let (shape, count) = Header::windowed_fields(&mut reader, WindowedShape::legacy)?;
+        let (shape, count) = Header::windowed_fields(&mut reader, WindowedShape::stored)?;
         let mut generations = Vec::with_capacity(count);
         for _ in 0..count {
             let slot = reader.u64()?;

@@ -44,9 +44,10 @@ impl WindowedShape {
         WindowedShape::with_floor(capacity, error, growth, window, MIN_WINDOWED_ERROR_RATE)
     }
 
-    /// Checks the parameters of a windowed filter saved by the first release, which took error
-    /// rates down to its own floor.
-    pub(crate) fn legacy(
+    /// Checks the parameters of a stored windowed filter: down to the floor of the first release,
+    /// whose filters may have a lower error rate than this one makes (saved again by this release,
+    /// in its own format, they must still load).
+    pub(crate) fn stored(
         capacity: u64,
         error: f64,
         growth: Growth,
