@@ -10,7 +10,7 @@ use crate::glue::guard::guarded;
 use bf_filter::dump;
 use bf_filter::redisbloom;
 use bf_filter::stored::{self, FieldSink, FieldSource, LoadError, Revision};
-use bf_filter::window::Rule;
+use bf_filter::window::{Rule, Settled};
 use bf_filter::{Filter, Format, Growth, SubFilter};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
@@ -173,12 +173,23 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
         },
     );
     // A windowed filter from more than a window ahead of this server's clock would hold its
-    // items past their time: refused, as every loader refuses it.
-    let loaded = loaded.and_then(|filter| match &filter {
-        Filter::Windowed(windowed) => windowed
-            .check_clock(crate::glue::module::now())
-            .map(|()| filter)
-            .map_err(|err| stored::LoadError::from(err).to_string()),
+    // items past their time: a client's RESTORE of one is refused, as every loader refuses it. The
+    // server's own file is brought back to the clock instead (refusing it would stop the server
+    // from starting over a clock that stepped back), and a primary's data is kept as it is.
+    let loaded = loaded.and_then(|mut filter| match &mut filter {
+        Filter::Windowed(windowed) => {
+            let origin = crate::glue::module::io_origin(rdb);
+            let now = crate::glue::module::now();
+            match windowed.settle_clock(now, origin.clock_trust()) {
+                Ok(settled) => {
+                    if let Some(why) = clock_warning(settled, now) {
+                        crate::glue::log::io_warning(rdb, &why);
+                    }
+                    Ok(filter)
+                }
+                Err(err) => Err(stored::LoadError::from(err).to_string()),
+            }
+        }
         Filter::Chain(_) => Ok(filter),
     });
     match loaded {
@@ -192,6 +203,26 @@ unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *m
             std::ptr::null_mut()
         }
     }
+}
+
+/// The warning for a windowed filter a loader found ahead of the clock and kept, if one is due
+/// (at most one every ten seconds: a full sync can hold many).
+pub fn clock_warning(settled: Settled, now: u64) -> Option<String> {
+    static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let what = match settled {
+        Settled::OnTime => return None,
+        Settled::KeptAhead => "kept it as its primary sent it".to_string(),
+        Settled::BroughtBack { millis } => format!(
+            "moved it {} seconds back, so that its items expire on this clock",
+            millis.div_ceil(1000)
+        ),
+    };
+    crate::glue::log::rarely(&LAST, now).then(|| {
+        format!(
+            "a windowed filter starts more than a window after this server's clock (did the clock \
+             step back?): {what}"
+        )
+    })
 }
 
 /// The next expiry of the windowed filter RDB loading just read, for the `loaded` keyspace event

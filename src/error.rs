@@ -65,8 +65,6 @@ pub enum BfError {
     BadTime,
     /// `AT` from a client: only a primary or the AOF may say what time it is.
     TimeFromClient,
-    /// `AT` in an AOF more than a window ahead of this server's clock.
-    TimeAhead,
     /// An add or lookup on a filter that BF.LOADCHUNK is still rebuilding.
     BeingRestored { loaded: u64, total: u64 },
     /// A BF.LOADCHUNK data chunk for a filter that is not being restored.
@@ -154,7 +152,6 @@ impl fmt::Display for BfError {
             BfError::BadWindow
             | BfError::BadWindowedErrorRate
             | BfError::BadTime
-            | BfError::TimeAhead
             | BfError::TimeFromClient
             | BfError::BeingRestored { .. }
             | BfError::NotRestoring
@@ -182,9 +179,6 @@ impl BfError {
             ),
             BfError::BadTime => {
                 f.write_str("ERR bad time: AT takes a whole number of milliseconds")
-            }
-            BfError::TimeAhead => {
-                f.write_str("ERR bad time: AT is more than a window ahead of this server's clock")
             }
             BfError::TimeFromClient => f.write_str(
                 "ERR AT is only taken from a primary or the AOF: a windowed filter keeps the \

@@ -206,13 +206,8 @@ fn add_items(
         Filter::Windowed(windowed) => Some(*windowed.shape()),
         Filter::Chain(_) => None,
     };
-    let now = windowed.map_or(0, |_| at.unwrap_or_else(|| call.now()));
-    let ahead = windowed.is_some_and(|shape| super::window::time_ahead(call, at, &shape));
-    let mut applied = if ahead {
-        Applied::refused(BfError::TimeAhead, first_item)
-    } else {
-        apply(call, filter, first_item..call.args().len(), answer, now)
-    };
+    let now = windowed.map_or(0, |shape| super::window::write_time(call, at, &shape));
+    let mut applied = apply(call, filter, first_item..call.args().len(), answer, now);
     // A filter this command created and no item could enter is not left behind.
     if created.is_some() && applied.end == first_item {
         key.delete();
@@ -286,14 +281,6 @@ impl Applied {
             added_any: false,
             dropped_parts: false,
             opened: std::cell::Cell::new(false),
-        }
-    }
-
-    /// Nothing applied: refused at the first item.
-    fn refused(err: BfError, first_item: usize) -> Applied {
-        Applied {
-            refused: Some(err),
-            ..Applied::new(first_item)
         }
     }
 

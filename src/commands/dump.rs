@@ -28,11 +28,11 @@ pub fn scandump(call: &Call) -> Result<(), BfError> {
     let (next, chunk) = if iterator == 0 {
         (tagged(tag, 1), std::borrow::Cow::Owned(header(filter)))
     } else {
-        let position = position(iterator, tag).ok_or(BfError::DumpChanged)?;
+        let position = scan_position(iterator, tag)?;
         if position > filter.dump_len() {
             (0, std::borrow::Cow::Borrowed(&[][..]))
         } else {
-            let offset = position - 1;
+            let offset = position.checked_sub(1).ok_or(BfError::BadIterator)?;
             let chunk = filter.chunk(offset).ok_or(BfError::BadIterator)?;
             (tagged(tag, next_iterator(offset, chunk.len())), chunk)
         }
@@ -43,16 +43,16 @@ pub fn scandump(call: &Call) -> Result<(), BfError> {
     Ok(())
 }
 
-/// The dump position an iterator names for a filter whose dumps are tagged `tag`: a chain's (tag
-/// 0) is the iterator itself; a windowed filter's must carry its tag, or none (a dump written by
-/// the first release, in an AOF file). `None` for another tag.
-fn position(iterator: u64, tag: u64) -> Option<u64> {
+/// The dump position a SCANDUMP iterator names for a filter whose dumps are tagged `tag`: a
+/// chain's (tag 0) is the iterator itself; a windowed filter's must carry exactly its tag (every
+/// dump of it this release began did), or [`BfError::DumpChanged`].
+fn scan_position(iterator: u64, tag: u64) -> Result<u64, BfError> {
     if tag == 0 {
-        return Some(iterator);
+        return Ok(iterator);
     }
     match split_iterator(iterator) {
-        (given, position) if given == tag || given == 0 => Some(position),
-        _ => None,
+        (given, position) if given == tag => Ok(position),
+        _ => Err(BfError::DumpChanged),
     }
 }
 
@@ -79,14 +79,12 @@ pub fn loadchunk(call: &Call) -> Result<(), BfError> {
         let filter = header
             .into_filter()
             .map_err(|err| BfError::from_filter(err, &limit))?;
-        // A filter from further ahead than a window would hold its items past their time. (A
-        // primary is obeyed: its clock is the filter's, and it checked the chunk.)
+        // A filter from further ahead than a window would hold its items past their time: a
+        // client's is refused here. The server's own AOF is brought back to the clock, and a
+        // primary's kept, once the last chunk is in (moving it earlier would change the tag its
+        // data chunks carry).
         if let Filter::Windowed(windowed) = &filter {
-            if !call.is_from_primary() {
-                windowed
-                    .check_clock(call.now())
-                    .map_err(BfError::from_chunk)?;
-            }
+            super::window::check_clock(call, windowed).map_err(BfError::from_chunk)?;
         }
         if given != 0 && given != dump_tag(&filter) {
             return Err(BfError::ChunkOfAnotherDump);
@@ -100,6 +98,9 @@ pub fn loadchunk(call: &Call) -> Result<(), BfError> {
             .load_chunk(offset, data)
             .map_err(BfError::from_chunk)?;
         if filter.restoring().is_none() {
+            if let Filter::Windowed(windowed) = filter {
+                super::window::settle_clock(call, windowed).map_err(BfError::from_chunk)?;
+            }
             super::window::register(call, filter);
         }
     }
@@ -109,7 +110,15 @@ pub fn loadchunk(call: &Call) -> Result<(), BfError> {
     Ok(())
 }
 
-/// [`position`] for a data chunk: another dump's tag is [`BfError::ChunkOfAnotherDump`].
+/// The dump position of a data chunk's iterator for a filter whose dumps are tagged `tag`: a
+/// chain's (tag 0) is the iterator itself; a windowed filter's must carry its tag, or none (a dump
+/// written by the first release, in an AOF file), or [`BfError::ChunkOfAnotherDump`].
 fn position_for_chunk(iterator: u64, tag: u64) -> Result<u64, BfError> {
-    position(iterator, tag).ok_or(BfError::ChunkOfAnotherDump)
+    if tag == 0 {
+        return Ok(iterator);
+    }
+    match split_iterator(iterator) {
+        (given, position) if given == tag || given == 0 => Ok(position),
+        _ => Err(BfError::ChunkOfAnotherDump),
+    }
 }

@@ -7,9 +7,11 @@
 //!   parts with the same expiry (and builds the same filter if the key is missing there).
 //! - A change of time alone (expired parts dropped by a write that added nothing, or by the sweep)
 //!   propagates the same way with no item.
-//! - `AT` is taken from a primary or the AOF only: a client cannot move a filter's time. An AOF
-//!   being loaded is checked as every loader is: a time more than a window ahead of this
-//!   server's clock is refused (a primary's stream is obeyed: its clock is the filter's).
+//! - `AT` is taken from a primary or the AOF only: a client cannot move a filter's time. A
+//!   primary's stream is obeyed (its clock is the filter's). In an AOF being loaded, a time more
+//!   than a window ahead of this server's clock (the clock stepped back since it was written) is
+//!   taken as now, as the server's own windowed filters loaded from further ahead are brought
+//!   back to its clock (`settle_clock`; a client's are refused).
 //! - After a write that made or dropped a part, the key is registered with the sweep
 //!   (`crate::sweep`), which drops what expires if nothing writes to the key again.
 
@@ -18,9 +20,11 @@ use crate::error::BfError;
 use crate::glue::background::Background;
 use crate::glue::call::Call;
 use crate::glue::key::Access;
+use crate::glue::Origin;
 use crate::{stats, sweep};
-use bf_filter::window::WindowedShape;
-use bf_filter::Filter;
+use bf_filter::window::{Windowed, WindowedShape};
+use bf_filter::{Filter, FilterError};
+use std::sync::atomic::AtomicU64;
 
 /// The arguments after the key of a propagated windowed write at `now`, up to and including
 /// `ITEMS` (the items it applied follow).
@@ -39,12 +43,51 @@ pub fn check_at(call: &Call, at: Option<u64>) -> Result<(), BfError> {
     Ok(())
 }
 
-/// True if `at`, read from an AOF being loaded, is more than a window ahead of this server's
-/// clock: such a time could come from no real write (see `bf_filter::window`, `check_clock`).
-pub fn time_ahead(call: &Call, at: Option<u64>, shape: &WindowedShape) -> bool {
-    at.is_some_and(|at| {
-        !call.is_from_primary() && at > call.now().saturating_add(shape.window.as_millis())
-    })
+/// The time a windowed write happens at: `at` if given (a primary's, or the AOF's), else this
+/// server's clock. An `at` more than a window ahead of the clock, in an AOF being loaded, was
+/// written before the clock stepped back (no real write has such a time): it is taken as now, with
+/// a warning, so that the write is neither lost nor held past its window.
+pub fn write_time(call: &Call, at: Option<u64>, shape: &WindowedShape) -> u64 {
+    static LAST_WARNING: AtomicU64 = AtomicU64::new(0);
+    let now = call.now();
+    match at {
+        Some(at)
+            if call.origin() == Origin::OwnData
+                && at > now.saturating_add(shape.window.as_millis()) =>
+        {
+            if crate::glue::log::rarely(&LAST_WARNING, now) {
+                crate::glue::log::warning(
+                    call.ctx(),
+                    "the AOF holds windowed writes from more than a window after this server's \
+                     clock (did the clock step back?): they are applied at this clock's time",
+                );
+            }
+            now
+        }
+        Some(at) => at,
+        None => now,
+    }
+}
+
+/// Refuses a windowed filter a client loads (a BF.LOADCHUNK header) from more than a window ahead
+/// of this server's clock; the AOF's and a primary's pass, for [`settle_clock`] once loaded.
+pub fn check_clock(call: &Call, windowed: &Windowed) -> Result<(), FilterError> {
+    match call.origin() {
+        Origin::Client => windowed.check_clock(call.now()),
+        Origin::OwnData | Origin::Primary => Ok(()),
+    }
+}
+
+/// Settles a windowed filter a command loaded whole (BF.LOADCHUNK's last chunk) against this
+/// server's clock: a client's from too far ahead is refused, the AOF's brought back, a primary's
+/// kept (`Windowed::settle_clock`).
+pub fn settle_clock(call: &Call, windowed: &mut Windowed) -> Result<(), FilterError> {
+    let now = call.now();
+    let settled = windowed.settle_clock(now, call.origin().clock_trust())?;
+    if let Some(why) = crate::datatype::clock_warning(settled, now) {
+        crate::glue::log::warning(call.ctx(), &why);
+    }
+    Ok(())
 }
 
 /// Registers the key at argument 1 with the sweep, if it holds a windowed filter with something

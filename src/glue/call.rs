@@ -117,9 +117,9 @@ impl<'a> Call<'a> {
         self.flags() & raw::REDISMODULE_CTX_FLAGS_RESP3 != 0
     }
 
-    /// True when the command comes from this server's primary (its replication stream).
-    pub fn is_from_primary(&self) -> bool {
-        self.flags() & raw::REDISMODULE_CTX_FLAGS_REPLICATED != 0
+    /// Where the command comes from, as far as trusting its clock goes (see [`Origin`]).
+    pub fn origin(&self) -> super::Origin {
+        super::Origin::of_command(self.flags())
     }
 
     /// True when the command comes from a primary or an AOF being loaded: it must apply exactly

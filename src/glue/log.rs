@@ -54,3 +54,16 @@ pub fn io_warning(io: *mut raw::RedisModuleIO, message: &str) {
         );
     }
 }
+
+/// True if a warning last given at `last` (milliseconds, by the server's clock) may be given again
+/// at `now`, and notes `now`: at most one every ten seconds, for a warning that could otherwise
+/// come once per key or per command.
+pub fn rarely(last: &std::sync::atomic::AtomicU64, now: u64) -> bool {
+    use std::sync::atomic::Ordering;
+    let before = last.load(Ordering::Relaxed);
+    if before != 0 && now < before.saturating_add(10_000) {
+        return false;
+    }
+    last.store(now.max(1), Ordering::Relaxed);
+    true
+}

@@ -11,3 +11,63 @@ pub mod guard;
 pub mod key;
 pub mod log;
 pub mod module;
+
+use bf_filter::window::ClockTrust;
+
+/// Where data a command or a loader takes comes from, as far as trusting its clock goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A client (RESTORE, LOADCHUNK, a command).
+    Client,
+    /// The server's own files, loading (its RDB file, its AOF, `DEBUG RELOAD`).
+    OwnData,
+    /// Its primary: the replication stream, a full sync, or anything a replica holds.
+    Primary,
+}
+
+impl Origin {
+    /// A command's origin, from its context flags (`RedisModule_GetContextFlags`): its primary's
+    /// stream, an AOF loading (a replica's own files are its primary's data too), or a client.
+    fn of_command(flags: u32) -> Origin {
+        use redis_module::raw;
+        if flags & raw::REDISMODULE_CTX_FLAGS_REPLICATED != 0 {
+            Origin::Primary
+        } else if flags & raw::REDISMODULE_CTX_FLAGS_LOADING != 0 {
+            Origin::of_loading(flags)
+        } else {
+            Origin::Client
+        }
+    }
+
+    /// A value's origin as a loader reads it, from the server's context flags: a replica holds its
+    /// primary's data (a full sync, or a RESTORE its primary sent, which carries no client to tell
+    /// by); a server loading, its own; anything else is a client's RESTORE.
+    fn of_value(flags: u32) -> Origin {
+        use redis_module::raw;
+        if flags & raw::REDISMODULE_CTX_FLAGS_LOADING != 0 {
+            Origin::of_loading(flags)
+        } else if flags & raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 {
+            Origin::Primary
+        } else {
+            Origin::Client
+        }
+    }
+
+    /// How far a loader trusts the clock of a windowed filter from here (see
+    /// [`ClockTrust`]): a client's is checked, a primary's kept, the server's own brought back.
+    pub fn clock_trust(self) -> ClockTrust {
+        match self {
+            Origin::Client => ClockTrust::Check,
+            Origin::Primary => ClockTrust::Keep,
+            Origin::OwnData => ClockTrust::BringBack,
+        }
+    }
+
+    fn of_loading(flags: u32) -> Origin {
+        if flags & redis_module::raw::REDISMODULE_CTX_FLAGS_SLAVE != 0 {
+            Origin::Primary
+        } else {
+            Origin::OwnData
+        }
+    }
+}

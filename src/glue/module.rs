@@ -2,6 +2,7 @@
 //! created before anything else, then the module's own setup runs. Any refusal is logged once,
 //! with its reason.
 
+use super::Origin;
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 use std::ffi::CStr;
@@ -68,4 +69,15 @@ pub fn now() -> u64 {
     // SAFETY: a function the server filled in at load.
     let now = unsafe { raw::RedisModule_Milliseconds.unwrap()() };
     u64::try_from(now).unwrap_or(0)
+}
+
+/// Where a value being read from `io` comes from (see [`Origin`]).
+pub fn io_origin(io: *mut raw::RedisModuleIO) -> Origin {
+    // SAFETY: functions the server filled in at load; `io` is the stream of the running
+    // callback, and the context it gives lives as long as that stream.
+    let flags = unsafe {
+        let ctx = raw::RedisModule_GetContextFromIO.unwrap()(io);
+        raw::RedisModule_GetContextFlags.unwrap()(ctx) as u32
+    };
+    Origin::of_value(flags)
 }

@@ -56,6 +56,30 @@ fn free_cluster_port() -> u16 {
     panic!("no free port pair P, P + 10000 between 20000 and 32700");
 }
 
+/// tests/clock/ahead.c, built once into target/test-clock/ (with `cc`, which building the module
+/// needs too); a copy is built aside and renamed, so that test binaries can race to it.
+fn clock_library() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+            let dir = root.join("target/test-clock");
+            std::fs::create_dir_all(&dir).expect("create target/test-clock");
+            let library = dir.join("ahead.so");
+            let building = dir.join(format!("ahead.so.{}", std::process::id()));
+            let status = Command::new("cc")
+                .args(["-O2", "-shared", "-fPIC", "-o"])
+                .arg(&building)
+                .arg(root.join("tests/clock/ahead.c"))
+                .status()
+                .expect("run cc (build-essential)");
+            assert!(status.success(), "cc could not build tests/clock/ahead.c");
+            std::fs::rename(&building, &library).expect("move the clock library in place");
+            library
+        })
+        .clone()
+}
+
 static SERVERS: AtomicUsize = AtomicUsize::new(0);
 
 /// How to start a server.
@@ -79,6 +103,8 @@ pub struct Options {
     pub config_file: Option<PathBuf>,
     /// Run this server binary instead of `redis-server` (or `$REDIS_SERVER`).
     pub server: Option<PathBuf>,
+    /// Extra environment variables for the server process.
+    pub env: Vec<(String, String)>,
 }
 
 impl Options {
@@ -92,6 +118,20 @@ impl Options {
     pub fn module_args(mut self, args: &[&str]) -> Options {
         self.module_args.extend(args.iter().map(|a| a.to_string()));
         self
+    }
+
+    /// Sets an environment variable of the server process.
+    pub fn env(mut self, name: &str, value: &str) -> Options {
+        self.env.push((name.to_string(), value.to_string()));
+        self
+    }
+
+    /// A server whose wall clock runs `millis` ahead of this machine's (tests/clock/ahead.c,
+    /// preloaded; its monotonic clock is left alone).
+    pub fn clock_ahead(self, millis: u64) -> Options {
+        let library = clock_library();
+        self.env("LD_PRELOAD", &library.to_string_lossy())
+            .env("BF_TEST_CLOCK_AHEAD_MS", &millis.to_string())
     }
 
     /// A Redis Cluster node that notices a dead peer within a second.
@@ -179,6 +219,7 @@ impl Server {
                 None => Command::new(&binary),
             };
             command.current_dir(&self.dir);
+            command.envs(self.options.env.iter().map(|(k, v)| (k, v)));
             if let Some(file) = &self.options.config_file {
                 command.arg(file);
             }

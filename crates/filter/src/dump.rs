@@ -41,10 +41,12 @@
 //!
 //! A windowed filter drops its oldest parts as they expire, and every later offset then moves: a
 //! dump of one taken across such a drop would load short. So the iterators of a windowed
-//! filter's dump carry a *tag* in bits 48 to 62, drawn from its oldest part (its slot and
+//! filter's dump carry a *tag* in bits 38 to 52, drawn from its oldest part (its slot and
 //! number): SCANDUMP refuses an iterator whose tag is not the filter's own (it changed since the
 //! dump began), and LOADCHUNK one whose tag is not the restoring filter's (a chunk of another
-//! dump). Parts added at the end move no offset: the copy is the filter as the header described
+//! dump). Tagged iterators stay below 2^53, so that clients which read integers as doubles
+//! (JavaScript, Lua scripts) hand them back unchanged; the positions below the tag reach 256 GiB,
+//! and a dump longer than that (far past any filter a server holds) goes untagged. Parts added at the end move no offset: the copy is the filter as the header described
 //! it, with the bits set since in the parts it had then. A chain only ever grows at its end, so
 //! its iterators are RedisBloom's, untagged (tag 0, which LOADCHUNK also takes for a windowed
 //! filter: AOF files of the first release).
@@ -91,17 +93,22 @@ const ENTRY_LEN: usize = 8 + 8 + 4 + 8 + 8;
 /// A windowed filter's part: an entry and its expiry.
 const PART_LEN: usize = ENTRY_LEN + 8;
 
-/// The bit where the tag of a windowed filter's dump iterators starts.
-const TAG_SHIFT: u32 = 48;
+/// The bit where the tag of a windowed filter's dump iterators starts: 15 bits of tag above it
+/// keep every iterator below 2^53, exact in a double.
+const TAG_SHIFT: u32 = 38;
 /// The positions an iterator of a tagged dump can name (below the tag).
 const POSITION_MASK: u64 = (1 << TAG_SHIFT) - 1;
 
-/// The tag of a filter's dump iterators: 0 for a chain; for a windowed filter, 1 to 32767, drawn
-/// from its oldest part (see the module documentation).
+/// The tag of a filter's dump iterators: 0 for a chain (or a dump whose positions would not fit
+/// below the tag); for a windowed filter, 1 to 32767, drawn from its oldest part (see the module
+/// documentation).
 pub fn dump_tag(filter: &Filter) -> u64 {
     let Filter::Windowed(windowed) = filter else {
         return 0;
     };
+    if filter.dump_len() >= POSITION_MASK {
+        return 0;
+    }
     let identity = match windowed.generations().first() {
         Some(oldest) => oldest
             .slot()

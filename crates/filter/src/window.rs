@@ -230,6 +230,30 @@ impl Generation {
         hash.for_sub_filter(self.first as usize + position)
     }
 }
+/// What a loader does with a windowed filter that starts further ahead of its clock than
+/// [`Windowed::check_clock`] allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockTrust {
+    /// Refuse it (a client's data: such a time came from no real write).
+    Check,
+    /// Keep it as it is (a primary's: its clock is the filter's).
+    Keep,
+    /// Bring it back to the clock (the server's own data, written before its clock stepped back:
+    /// refusing it would lose it, or stop the server from starting).
+    BringBack,
+}
+
+/// What [`Windowed::settle_clock`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// The filter was within the clock's allowance: nothing.
+    OnTime,
+    /// It was ahead, and kept so.
+    KeptAhead,
+    /// It was ahead, and moved this many milliseconds back.
+    BroughtBack { millis: u64 },
+}
+
 /// What [`Windowed::expire`] dropped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Expired {
@@ -537,6 +561,42 @@ impl Windowed {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Checks a filter a loader read against the clock ([`Windowed::check_clock`]) and, if it
+    /// starts further ahead than that allows, does what `trust` says: refuse it, keep it as it is,
+    /// or bring it back to `now`.
+    pub fn settle_clock(&mut self, now: u64, trust: ClockTrust) -> Result<Settled, FilterError> {
+        match (self.check_clock(now), trust) {
+            (Ok(()), _) => Ok(Settled::OnTime),
+            (Err(err), ClockTrust::Check) => Err(err),
+            (Err(_), ClockTrust::Keep) => Ok(Settled::KeptAhead),
+            (Err(_), ClockTrust::BringBack) => Ok(Settled::BroughtBack {
+                millis: self.bring_back(now),
+            }),
+        }
+    }
+
+    /// Moves every generation back by whole slots, so that the newest one is `now`'s (or, near the
+    /// epoch, the oldest slot 0), and every part's expiry with it: the filter is the same, as if
+    /// its items had come that much earlier. Returns how far back it moved, in milliseconds.
+    fn bring_back(&mut self, now: u64) -> u64 {
+        let (Some(oldest), Some(newest)) = (self.generations.first(), self.generations.last())
+        else {
+            return 0;
+        };
+        let slots = newest
+            .slot
+            .saturating_sub(self.shape.slot_at(now))
+            .min(oldest.slot);
+        let millis = slots * self.shape.window.slot_millis();
+        for generation in self.generations.iter_mut() {
+            generation.slot -= slots;
+            for part in generation.parts.iter_mut() {
+                part.expires_at = part.expires_at.saturating_sub(millis);
+            }
+        }
+        millis
     }
 
     /// A copy, or [`FilterError::OutOfMemory`].

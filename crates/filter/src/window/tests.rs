@@ -547,91 +547,6 @@ fn a_new_part_past_the_size_limit_is_refused() {
     assert_eq!(first, one);
 }
 
-/// A filter with a generation in each of five slots (each of the first four takes its item at
-/// the end of its slot, so the first is still held in the fifth), three parts in the last.
-fn five_generations() -> Windowed {
-    let mut filter = windowed(12, ERROR, scaling());
-    for slot in 0..4 {
-        let at = START + (slot + 1) * SLOT - 1;
-        filter.add(&item("g", slot), at, u64::MAX).unwrap();
-    }
-    for i in 0..5 {
-        let at = START + 4 * SLOT + i;
-        filter.add(&item("h", i), at, u64::MAX).unwrap();
-    }
-    assert_eq!(filter.generations().len(), 5);
-    assert_eq!(filter.generations()[4].parts().len(), 3);
-    filter
-}
-
-#[test]
-fn stored_generations_are_checked() {
-    let filter = five_generations();
-    let shape = *filter.shape();
-    let outlines: Vec<Outline> = filter
-        .generations()
-        .iter()
-        .map(Generation::outline)
-        .collect();
-    assert_eq!(check_generations(&shape, &outlines), Ok(()));
-    let refused = |change: &dyn Fn(&mut Vec<Outline>)| {
-        let mut forged = outlines.clone();
-        change(&mut forged);
-        check_generations(&shape, &forged).unwrap_err()
-    };
-    let corrupt = |what: &'static str| FilterError::Corrupt(what);
-    assert_eq!(
-        refused(&|g| {
-            let mut extra = g[4].clone();
-            extra.slot += 1;
-            g.push(extra);
-        }),
-        corrupt("more generations than a windowed filter keeps (5)")
-    );
-    assert_eq!(
-        refused(&|g| g[4].slot += 1),
-        corrupt("generations span more than a window and its slack")
-    );
-    assert_eq!(
-        refused(&|g| g.swap(0, 1)),
-        corrupt("generations out of order")
-    );
-    assert_eq!(
-        refused(&|g| g[4].parts[0].2 += SLOT),
-        corrupt("a part's expiry outside its generation's slot")
-    );
-    assert_eq!(
-        refused(&|g| g[4].parts[1].2 = g[4].parts[0].2 - 1),
-        corrupt("a part's expiry outside its generation's slot")
-    );
-    assert_eq!(
-        refused(&|g| g[4].parts[0].1 -= 1),
-        corrupt("a part's items: over its capacity, or an older part not full")
-    );
-    assert_eq!(
-        refused(&|g| g[4].first += 6),
-        corrupt("a part not sized as its generation sizes it")
-    );
-    assert_eq!(
-        refused(&|g| g[4].rule = Rule::Budget(13)),
-        corrupt("a generation's budget over the capacity")
-    );
-    assert_eq!(
-        refused(&|g| g[0].parts.clear()),
-        corrupt("a generation without sub-filters")
-    );
-}
-
-#[test]
-fn a_filter_from_more_than_a_window_ahead_of_the_clock_is_refused() {
-    let filter = five_generations();
-    let newest = filter.shape().slot_start(filter.generations()[4].slot());
-    assert_eq!(filter.check_clock(newest), Ok(()));
-    assert_eq!(filter.check_clock(newest - WINDOW_MS), Ok(()));
-    assert!(filter.check_clock(newest - WINDOW_MS - 1).is_err());
-    assert_eq!(windowed(10, ERROR, scaling()).check_clock(0), Ok(()));
-}
-
 #[test]
 fn generations_of_the_first_release_expire_whole_and_new_ones_are_budgeted() {
     let shape = *windowed(16, ERROR, scaling()).shape();
@@ -669,3 +584,5 @@ fn error_rates_and_capacities_are_checked() {
     let small = WindowedShape::new(10, MIN_WINDOWED_ERROR_RATE, growth, window).unwrap();
     assert!(small.part_shape(Rule::Budget(1), 1).is_ok());
 }
+
+mod checks;
