@@ -225,15 +225,13 @@ pub fn clock_warning(settled: Settled, now: u64) -> Option<String> {
     })
 }
 
-/// The next expiry of the windowed filter RDB loading just read, for the `loaded` keyspace event
-/// that follows it (which names the key: the sweep registers it); `None` for anything else.
+/// When the sweep should first look at the windowed filter RDB loading just read
+/// (`Filter::first_look`), for the `loaded` keyspace event that follows it (which names the key:
+/// the sweep registers it); `None` for anything else.
 static LOADED: std::sync::Mutex<Option<u64>> = std::sync::Mutex::new(None);
 
 fn note_loaded(filter: &Filter) {
-    let next = match filter {
-        Filter::Windowed(_) => filter.next_expiry(),
-        Filter::Chain(_) => None,
-    };
+    let next = filter.first_look();
     *LOADED
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner()) = next;

@@ -115,6 +115,7 @@ static BACKGROUND: glue::background::Handlers = glue::background::Handlers {
     timer: commands::window::on_timer,
     keyspace: commands::window::on_event,
     swapdb: sweep::on_swapdb,
+    flush: sweep::on_flush,
 };
 
 // Inside Redis every byte goes through the server's allocator. Unit tests, and the fuzzers that

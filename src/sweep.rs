@@ -9,7 +9,8 @@
 //! part expires. A write registers its key when it makes or drops a part, and so do the ways a
 //! filter enters a key without a command of this module: RDB loading (at start, `DEBUG RELOAD`, a
 //! replica's full sync), `RESTORE`, `COPY`, `RENAME` and `MOVE`; `SWAPDB` swaps the registry's
-//! databases. A timer looks at the registry at most a second after its earliest entry is due. An
+//! databases; a key deleted, expired, evicted, renamed or moved away, or flushed, is forgotten. A
+//! timer looks at the registry at most a second after its earliest entry is due. An
 //! entry whose key no longer holds a windowed filter is forgotten; a filter the registry never
 //! heard of is still swept by its next write. Only a primary that is not loading writes; a replica
 //! keeps its registry (fed by the writes it replays) for the day it is promoted.
@@ -74,6 +75,28 @@ impl Registry {
             }
         }
         taken
+    }
+
+    /// Forgets `key` of database `db` (it was deleted, or moved away).
+    pub fn remove(&mut self, db: i32, key: &[u8]) {
+        if self.by_key.is_empty() {
+            return;
+        }
+        if let Some(due) = self.by_key.remove(&(db, key.to_vec())) {
+            self.by_due.remove(&(due, db, key.to_vec()));
+        }
+    }
+
+    /// Forgets every key of database `db`, or of every database if `db` is `None` (FLUSHDB,
+    /// FLUSHALL).
+    pub fn clear(&mut self, db: Option<i32>) {
+        match db {
+            None => *self = Registry::new(),
+            Some(db) => {
+                self.by_key.retain(|(key_db, _), _| *key_db != db);
+                self.by_due.retain(|(_, key_db, _)| *key_db != db);
+            }
+        }
     }
 
     /// Databases `a` and `b` swapped their keys (SWAPDB).
@@ -180,6 +203,20 @@ pub fn on_swapdb(a: i32, b: i32) {
     registry().swap_db(a, b);
 }
 
+/// `key` of database `db` was deleted, expired, evicted, or renamed or moved away.
+pub fn forget(db: i32, key: &[u8]) {
+    let mut registry = registry();
+    registry.remove(db, key);
+    count(&registry);
+}
+
+/// FLUSHDB emptied database `db` (FLUSHALL: every database, `db` -1).
+pub fn on_flush(db: i32) {
+    let mut registry = registry();
+    registry.clear((db >= 0).then_some(db));
+    count(&registry);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,6 +249,28 @@ mod tests {
         assert_eq!(registry.take_due(100, 4).len(), 4);
         assert_eq!(registry.len(), 6);
         assert_eq!(registry.next_due(), Some(4));
+    }
+
+    #[test]
+    fn deleted_keys_and_flushed_databases_are_forgotten() {
+        let mut registry = Registry::new();
+        registry.schedule(0, b"a", 10);
+        registry.schedule(0, b"b", 20);
+        registry.schedule(1, b"a", 30);
+        registry.schedule(2, b"c", 40);
+        registry.remove(0, b"a");
+        registry.remove(0, b"missing");
+        assert_eq!(registry.len(), 3);
+        assert_eq!(registry.next_due(), Some(20));
+        registry.clear(Some(1));
+        assert_eq!(
+            registry.take_due(100, 10),
+            vec![(0, b"b".to_vec()), (2, b"c".to_vec())]
+        );
+        registry.schedule(3, b"d", 50);
+        registry.clear(None);
+        assert_eq!(registry.len(), 0);
+        assert_eq!(registry.next_due(), None);
     }
 
     #[test]

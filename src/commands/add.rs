@@ -141,7 +141,9 @@ impl Insert {
             growth,
             window,
         };
-        if window.is_some() {
+        // A propagated write (AT) names the filter its primary holds, which may be a first
+        // release's, made below today's floor: a replica must apply it as its primary did.
+        if window.is_some() && at.is_none() {
             check_windowed_error_rate(creation.error)?;
         }
         Ok(Insert {
@@ -202,9 +204,9 @@ fn add_items(
     }
     let (filter, created) = open_or_create(call, &mut key, creation)?;
     // Time matters to windowed filters only: the primary's clock, or the time it propagated.
-    let windowed = match filter {
-        Filter::Windowed(windowed) => Some(*windowed.shape()),
-        Filter::Chain(_) => None,
+    let (windowed, legacy_expiry) = match filter {
+        Filter::Windowed(windowed) => (Some(*windowed.shape()), windowed.legacy_expiry()),
+        Filter::Chain(_) => (None, None),
     };
     let now = windowed.map_or(0, |shape| super::window::write_time(call, at, &shape));
     let mut applied = apply(call, filter, first_item..call.args().len(), answer, now);
@@ -229,6 +231,7 @@ fn add_items(
         call.end_array();
     }
     propagate(call, created, windowed, now, items, changed);
+    super::window::drop_legacy_ttl(call, &mut key, legacy_expiry);
     if outcome.is_ok() && created.is_some() {
         call.notify(c"bf.reserve", 1);
     }

@@ -19,7 +19,7 @@ use crate::datatype::memory_usage;
 use crate::error::BfError;
 use crate::glue::background::Background;
 use crate::glue::call::Call;
-use crate::glue::key::Access;
+use crate::glue::key::{Access, FilterKey};
 use crate::glue::Origin;
 use crate::{stats, sweep};
 use bf_filter::window::{Windowed, WindowedShape};
@@ -111,12 +111,31 @@ pub fn on_timer(bg: &Background) {
 /// if it still holds one, and propagates that as a write would; when it next has something to
 /// drop.
 fn sweep_key(bg: &Background, _db: i32, name: &[u8], now: u64) -> Option<u64> {
-    let mut key = bg.open(name, Access::Write);
-    let filter = key.filter_mut().ok()??;
-    // A filter being restored is registered again by its last chunk.
-    if filter.restoring().is_some() {
-        return None;
+    // Looked at for reading first: a key opened for writing counts as modified when it closes
+    // (a client's WATCH on it would fail), so it is opened so only when there is work.
+    {
+        let key = bg.open(name, Access::Read);
+        let filter = key.filter().ok()??;
+        // A filter being restored is registered again by its last chunk.
+        let Filter::Windowed(windowed) = filter else {
+            return None;
+        };
+        if filter.restoring().is_some() {
+            return None;
+        }
+        if !filter.has_expired(now) && !has_legacy_ttl(&key, windowed) {
+            return filter.next_expiry();
+        }
     }
+    let mut key = bg.open(name, Access::Write);
+    let Some(Filter::Windowed(windowed)) = key.filter().ok()? else {
+        return None;
+    };
+    if has_legacy_ttl(&key, windowed) {
+        key.persist();
+        bg.replicate(c"PERSIST", &[name]);
+    }
+    let filter = key.filter_mut().ok()??;
     let Filter::Windowed(windowed) = filter else {
         return None;
     };
@@ -135,17 +154,47 @@ fn sweep_key(bg: &Background, _db: i32, name: &[u8], now: u64) -> Option<u64> {
     filter.next_expiry()
 }
 
+/// True if the key still has the time to live the first release gave a windowed filter's key (its
+/// newest generation's expiry). This release keeps windowed keys (an idle one stays an empty
+/// windowed filter), and what a filter takes after the upgrade must outlive that time: a write
+/// from a client, or the sweep, removes it and propagates `PERSIST` (see [`drop_legacy_ttl`]).
+fn has_legacy_ttl(key: &FilterKey, windowed: &Windowed) -> bool {
+    windowed
+        .legacy_expiry()
+        .is_some_and(|at| key.expires_at() == Some(at))
+}
+
+/// After a client's write to a windowed filter that has generations of the first release
+/// (`legacy_expiry`, read before the write): removes the time to live that release gave its key,
+/// if the key still has it, and propagates that.
+pub fn drop_legacy_ttl(call: &Call, key: &mut FilterKey, legacy_expiry: Option<u64>) {
+    let Some(at) = legacy_expiry else {
+        return;
+    };
+    if call.origin() == Origin::Client && key.expires_at() == Some(at) {
+        key.persist();
+        call.replicate(c"PERSIST", &[call.args_key()], 0..0);
+    }
+}
+
 /// A keyspace event: registers a windowed filter that came into `key` (of the event's database)
-/// by RDB loading, RESTORE, COPY, RENAME or MOVE.
+/// by RDB loading, RESTORE, COPY, RENAME or MOVE; forgets a key deleted, expired, evicted, or
+/// renamed or moved away.
 pub fn on_event(bg: &Background, event: &[u8], key: &[u8]) {
     let due = match event {
         b"loaded" => crate::datatype::take_loaded(),
+        b"del" | b"expired" | b"evicted" | b"rename_from" | b"move_from" => {
+            sweep::forget(bg.db(), key);
+            None
+        }
         b"restore" | b"copy_to" | b"rename_to" | b"move_to" => {
+            if event == b"restore" {
+                // What loading the RESTORE payload noted for a `loaded` event that will not come.
+                let _ = crate::datatype::take_loaded();
+            }
             let opened = bg.open(key, Access::Read);
             match opened.filter() {
-                Ok(Some(filter @ Filter::Windowed(_))) if filter.restoring().is_none() => {
-                    filter.next_expiry()
-                }
+                Ok(Some(filter)) if filter.restoring().is_none() => filter.first_look(),
                 _ => None,
             }
         }

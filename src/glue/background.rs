@@ -17,6 +17,8 @@ pub struct Handlers {
     pub keyspace: fn(&Background, &[u8], &[u8]),
     /// SWAPDB swapped two databases.
     pub swapdb: fn(i32, i32),
+    /// FLUSHDB emptied a database (FLUSHALL, or a replica's full sync: every one, -1).
+    pub flush: fn(i32),
 }
 
 static HANDLERS: std::sync::OnceLock<&'static Handlers> = std::sync::OnceLock::new();
@@ -42,11 +44,18 @@ impl Background {
         unsafe { raw::RedisModule_GetContextFlags.unwrap()(self.ctx) as u32 }
     }
 
-    /// True on a primary that is not loading: where the sweep may write.
+    /// True on a primary that is not loading, and not holding writes back for its replicas
+    /// (`CLIENT PAUSE WRITE`, a `FAILOVER` under way, where the server's own expiry waits too):
+    /// where the sweep may write.
     pub fn may_write(&self) -> bool {
         let flags = self.flags();
+        // SAFETY: the server sets the API pointer at load and never changes it; the call takes
+        // no argument (Redis 6.0 and newer).
+        let paused =
+            unsafe { raw::RedisModule_AvoidReplicaTraffic.is_some_and(|avoid| avoid() != 0) };
         flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0
             && flags & raw::REDISMODULE_CTX_FLAGS_LOADING == 0
+            && !paused
     }
 
     /// The selected database.
@@ -128,11 +137,15 @@ extern "C" fn on_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
     );
 }
 
-/// Listens to keyspace events of the generic and loaded classes (the ways a filter enters a key
-/// without a command of this module) and to SWAPDB, answering with `handlers`.
+/// Listens to keyspace events of the generic, loaded, expired and evicted classes (the ways a
+/// filter enters or leaves a key without a command of this module) and to SWAPDB and FLUSHDB,
+/// answering with `handlers`.
 pub fn subscribe(ctx: *mut raw::RedisModuleCtx, handlers: &'static Handlers) -> Result<(), String> {
     let _ = HANDLERS.set(handlers);
-    let types = raw::REDISMODULE_NOTIFY_GENERIC | raw::REDISMODULE_NOTIFY_LOADED;
+    let types = raw::REDISMODULE_NOTIFY_GENERIC
+        | raw::REDISMODULE_NOTIFY_LOADED
+        | raw::REDISMODULE_NOTIFY_EXPIRED
+        | raw::REDISMODULE_NOTIFY_EVICTED;
     // SAFETY: a valid load-time context and a callback of the expected signature.
     let subscribed = unsafe {
         raw::RedisModule_SubscribeToKeyspaceEvents.unwrap()(ctx, types as c_int, Some(on_keyspace))
@@ -145,9 +158,14 @@ pub fn subscribe(ctx: *mut raw::RedisModuleCtx, handlers: &'static Handlers) -> 
         id: raw::REDISMODULE_EVENT_SWAPDB,
         dataver: 1,
     };
+    let flushdb = raw::RedisModuleEvent {
+        id: raw::REDISMODULE_EVENT_FLUSHDB,
+        dataver: 1,
+    };
     // SAFETY: as above.
     unsafe {
         raw::RedisModule_SubscribeToServerEvent.unwrap()(ctx, swapdb, Some(on_swapdb));
+        raw::RedisModule_SubscribeToServerEvent.unwrap()(ctx, flushdb, Some(on_flushdb));
     }
     Ok(())
 }
@@ -200,6 +218,29 @@ extern "C" fn on_swapdb(
             let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
             if let Some(handlers) = HANDLERS.get() {
                 (handlers.swapdb)(info.dbnum_first, info.dbnum_second);
+            }
+        },
+    );
+}
+
+extern "C" fn on_flushdb(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    data: *mut c_void,
+) {
+    guarded(
+        ctx,
+        "a FLUSHDB event",
+        || (),
+        || {
+            if data.is_null() || subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_END {
+                return;
+            }
+            // SAFETY: the server passes a RedisModuleFlushInfo for this event.
+            let info = unsafe { &*data.cast::<raw::RedisModuleFlushInfo>() };
+            if let Some(handlers) = HANDLERS.get() {
+                (handlers.flush)(info.dbnum);
             }
         },
     );

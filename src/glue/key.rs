@@ -152,6 +152,30 @@ impl FilterKey {
     }
 }
 
+impl FilterKey {
+    /// When the key expires (milliseconds since the epoch), if it has a time to live.
+    pub fn expires_at(&self) -> Option<u64> {
+        if self.key.is_null() {
+            return None;
+        }
+        // SAFETY: a key opened by `open` that holds a value, not yet closed; reading a function
+        // pointer the server filled in (or left empty, before Redis 6.2.2) at load.
+        let expiry = unsafe { raw::RedisModule_GetAbsExpire.map(|get| get(self.key)) }?;
+        // REDISMODULE_NO_EXPIRE (-1) is no time to live.
+        u64::try_from(expiry).ok()
+    }
+
+    /// Removes the key's time to live (the key must be open for writing).
+    pub fn persist(&mut self) {
+        if !self.key.is_null() {
+            // SAFETY: a key open for writing, not yet closed.
+            unsafe {
+                raw::RedisModule_SetExpire.unwrap()(self.key, raw::REDISMODULE_NO_EXPIRE.into());
+            }
+        }
+    }
+}
+
 /// The open mode of an access.
 fn mode(access: Access) -> u32 {
     match access {

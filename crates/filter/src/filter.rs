@@ -207,6 +207,17 @@ impl Filter {
         }
     }
 
+    /// When a sweep should first look at a windowed filter that entered a key (loaded, restored,
+    /// copied, renamed or moved): at once if it has generations of the first release, whose key
+    /// that release gave a time to live (`Windowed::legacy_expiry`) that its loader may find
+    /// still set; else at [`Filter::next_expiry`].
+    pub fn first_look(&self) -> Option<u64> {
+        match self {
+            Filter::Windowed(windowed) if windowed.legacy_expiry().is_some() => Some(0),
+            _ => self.next_expiry(),
+        }
+    }
+
     /// Every sub-filter whose bits a dump carries, in order: all of them, expired or not.
     pub(crate) fn dumped_sub_filters(&self) -> Box<dyn Iterator<Item = &SubFilter> + '_> {
         match self {

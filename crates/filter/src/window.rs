@@ -359,6 +359,17 @@ impl Windowed {
         oldest.parts.first().map(|part| part.expires_at)
     }
 
+    /// When its newest generation of the first release expires, if it has one: the first release
+    /// gave the key that time to live (it expired with its newest generation), which a loader of
+    /// its filters finds still set.
+    pub fn legacy_expiry(&self) -> Option<u64> {
+        self.generations
+            .iter()
+            .filter(|generation| generation.rule == Rule::Legacy)
+            .map(Generation::expires_at)
+            .max()
+    }
+
     /// True if some part has expired at `now`.
     pub fn has_expired(&self, now: u64) -> bool {
         self.next_expiry().is_some_and(|expiry| expiry <= now)

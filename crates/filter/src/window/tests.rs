@@ -563,9 +563,16 @@ fn generations_of_the_first_release_expire_whole_and_new_ones_are_budgeted() {
     let expiry = START + SLOT + WINDOW_MS;
     assert!(filter.contains(b"old", expiry - 1));
     assert!(!filter.contains(b"old", expiry));
+    // The first release's key expired with that generation: still known while it is held.
+    assert_eq!(filter.legacy_expiry(), Some(expiry));
     // A later slot gets a budgeted generation.
     filter.add(b"new", START + SLOT, u64::MAX).unwrap();
     assert_eq!(filter.generations()[1].rule(), Rule::Budget(15));
+    assert_eq!(filter.legacy_expiry(), Some(expiry));
+    filter.add(b"newer", START + 2 * SLOT, u64::MAX).unwrap();
+    filter.expire(expiry);
+    assert_eq!(filter.legacy_expiry(), None);
+    assert!(filter.contains(b"newer", expiry));
 }
 
 #[test]
