@@ -99,7 +99,7 @@ pub fn loadchunk(call: &Call) -> Result<(), BfError> {
             .map_err(BfError::from_chunk)?;
         if filter.restoring().is_none() {
             if let Filter::Windowed(windowed) = filter {
-                super::window::settle_clock(call, windowed).map_err(BfError::from_chunk)?;
+                super::window::settle_clock(call, windowed);
             }
             super::window::register(call, filter);
         }

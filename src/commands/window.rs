@@ -79,15 +79,21 @@ pub fn check_clock(call: &Call, windowed: &Windowed) -> Result<(), FilterError> 
 }
 
 /// Settles a windowed filter a command loaded whole (BF.LOADCHUNK's last chunk) against this
-/// server's clock: a client's from too far ahead is refused, the AOF's brought back, a primary's
-/// kept (`Windowed::settle_clock`).
-pub fn settle_clock(call: &Call, windowed: &mut Windowed) -> Result<(), FilterError> {
+/// server's clock: the AOF's brought back, a primary's kept (`Windowed::settle_clock`). A
+/// client's was checked at its header ([`check_clock`]): the last chunk completes it whatever the
+/// clock did since, as the chunk is then propagated.
+pub fn settle_clock(call: &Call, windowed: &mut Windowed) {
+    let trust = match call.origin() {
+        Origin::Client => return,
+        origin => origin.clock_trust(),
+    };
     let now = call.now();
-    let settled = windowed.settle_clock(now, call.origin().clock_trust())?;
-    if let Some(why) = crate::datatype::clock_warning(settled, now) {
-        crate::glue::log::warning(call.ctx(), &why);
+    // Keeping or bringing back never refuses.
+    if let Ok(settled) = windowed.settle_clock(now, trust) {
+        if let Some(why) = crate::datatype::clock_warning(settled, now) {
+            crate::glue::log::warning(call.ctx(), &why);
+        }
     }
-    Ok(())
 }
 
 /// Registers the key at argument 1 with the sweep, if it holds a windowed filter with something
