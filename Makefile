@@ -1,12 +1,4 @@
-# redis-bf: build, run and test the Bloom filter module.
-#
-#   make run    build the module and start redis-server with it on 6379, or the next free port
-#               if the packaged server holds 6379 (PORT=... to choose one)
-#   make test   everything CI checks: formatting, clippy, unit and integration tests, the Python
-#               package's tests (python/)
-#   make build  build target/release/libredis_bf.so
-#   make dist   x86_64 and aarch64 tarballs (glibc 2.17+) with their README, license and example config
-#   make clean  remove build output
+# redis-bf: build, run and test the Bloom filter module. `make help` lists the targets.
 
 MODULE := target/release/libredis_bf.so
 # What building and running need; the tests need the rest.
@@ -20,15 +12,44 @@ NODE_DIR := target/node
 VALKEY_DIR := target/valkey
 ARM64_DIR := target/arm64
 
-.PHONY: all deps deps-run build dist run test lint unit integration clients python-test bench \
-	python-bench fuzz clean
+.PHONY: all help deps deps-run deps-dist build install dist run test check lint unit integration \
+	clients python-test bench python-bench fuzz clean
 
 all: build
+
+# Where `make install` copies the module: $(PREFIX)/lib/redis/libredis_bf.so, the path the docs
+# load it from (/usr/local/lib/redis/libredis_bf.so by default).
+PREFIX ?= /usr/local
+
+help:
+	@echo 'make run      build the module and start redis-server with it, on 6379 or the next free'
+	@echo '              port (it prints it; PORT=7000 make run to choose); needs: the Debian packages'
+	@echo '              $(RUN_PACKAGES) (installed when run as root)'
+	@echo 'make test     everything CI checks: formatting, clippy, unit, integration, client and'
+	@echo '              Python tests; needs what run needs, plus $(TEST_PACKAGES), Node.js, and'
+	@echo '              downloads (Valkey, arm64 redis-server, pinned clients) under target/'
+	@echo 'make check    the quick inner loop: formatting, clippy and unit tests'
+	@echo 'make build    build $(MODULE) (needs what run needs)'
+	@echo 'make install  build, then copy the module to $$(PREFIX)/lib/redis/ (PREFIX=$(PREFIX))'
+	@echo 'make dist     x86_64 and aarch64 tarballs (glibc 2.17+) in target/dist; needs what run'
+	@echo '              needs, plus python3-venv (for Zig, installed under target/tools)'
+	@echo 'make bench    benchmarks (REDISBLOOM_SO=... to compare with RedisBloom)'
+	@echo 'make fuzz     fuzzing, FUZZ_SECONDS per target (default 60)'
+	@echo 'make clean    remove build output'
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/lib/redis
+	install -m 0644 $(MODULE) $(DESTDIR)$(PREFIX)/lib/redis/libredis_bf.so
+	@echo "installed $(DESTDIR)$(PREFIX)/lib/redis/libredis_bf.so: load it with loadmodule $(PREFIX)/lib/redis/libredis_bf.so"
 
 # Installs the Debian packages that building and running need, when it can (as root), otherwise
 # names them.
 deps-run:
 	@scripts/packages.sh $(RUN_PACKAGES)
+
+# What make dist needs besides: python3-venv, for Zig and cargo-zigbuild under target/tools.
+deps-dist: deps-run
+	@scripts/packages.sh python3-venv
 
 # Everything the tests need too: the Debian packages and Node.js.
 deps: deps-run
@@ -46,7 +67,7 @@ $(MODULE): build
 # target/dist/redis-bf-<version>-linux-{x86_64,aarch64}.tar.gz (and .sha256): the module built with
 # cargo-zigbuild for glibc 2.17+ on both architectures (scripts/dist.sh; it first installs
 # cargo-zigbuild, Zig and Rust's aarch64 std under target/tools: scripts/zig-tools.sh).
-dist: deps
+dist: deps-dist
 	scripts/dist.sh target/dist
 
 # Starts redis-server in the foreground with the module (Ctrl-C stops it), on a port it names.
@@ -59,6 +80,12 @@ lint: deps
 	cargo clippy --workspace --all-targets -- -D warnings
 
 unit: deps
+	cargo test --workspace --lib
+
+# The quick inner loop: what lint and unit check, without the test dependencies.
+check: deps-run
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace --lib
 
 # A Python virtual environment with the pinned client libraries (for tests/clients.rs).

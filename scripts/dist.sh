@@ -95,7 +95,9 @@ for arch in "${arches[@]}"; do
   cp "$module" "$stage/libredis_bf.so"
   # Redis 7 refuses to load a module file without execute permission.
   chmod 755 "$stage/libredis_bf.so"
-  sed -e "s/@VERSION@/$version/g" -e "s/@MODULE_VERSION@/$module_version/g" \
+  # The template's note for readers of the repository (its first line, and the blank one after)
+  # goes.
+  sed -e '/^> This file is the template/{N;d;}' -e "s/@VERSION@/$version/g" -e "s/@MODULE_VERSION@/$module_version/g" \
     -e "s/@ARCH@/$arch/g" -e "s/@GLIBC@/$GLIBC/g" packaging/README.md > "$stage/README.md"
   if grep -n '@[A-Z_]*@' "$stage/README.md" >&2; then
     echo "packaging/README.md has a placeholder dist.sh does not fill (above)" >&2

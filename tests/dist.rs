@@ -190,8 +190,11 @@ fn each_tarball_holds_a_stripped_module_for_glibc_2_17_its_readme_license_and_co
             "{arch}: the module needs glibc {newest}, newer than {GLIBC_FLOOR}"
         );
 
-        // The README is the one for the person installing it, filled in for this tarball.
+        // The README is the one for the person installing it, filled in for this tarball,
+        // without the template's note for readers of the repository.
         let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        assert!(readme.starts_with("# redis-bf "), "{arch}: {readme:.200}");
+        assert!(!readme.contains("template"), "{arch}");
         for wanted in [
             format!("# redis-bf {} for Linux {arch}", env!("CARGO_PKG_VERSION")),
             format!("glibc {GLIBC_FLOOR} or newer"),

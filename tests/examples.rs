@@ -1,10 +1,11 @@
 //! The examples keep working: the crawler-dedup benchmark, the recrawl after a window, the cache
 //! guard and the feed run against a real server with the module, on a small scale, through the
-//! pinned redis-py.
+//! pinned redis-py; against a server without it (a packaged one on 6379, say), each stops with one
+//! line that says so.
 
 mod common;
 
-use common::{Frame, Server};
+use common::{Frame, Options, Server};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -212,4 +213,71 @@ fn the_feed_example_never_shows_a_video_twice_within_its_window() {
     // Every refresh finds ten videos not shown within the window.
     assert_eq!(figure(&output, "videos shown: "), 20 * 30 * 10, "{output}");
     assert_eq!(server.conn().call(&["DBSIZE"]), Frame::Int(0));
+}
+
+#[test]
+fn every_example_says_in_one_line_that_a_server_has_no_module() {
+    let server = Server::with(Options {
+        without_module: true,
+        ..Options::default()
+    });
+    let port = server.port.to_string();
+    for (dir, script) in [
+        ("crawler_dedup", "bench.py"),
+        ("crawler_dedup", "recrawl.py"),
+        ("cache_guard", "guard.py"),
+        ("feed", "feed.py"),
+    ] {
+        let output = Command::new(python())
+            .arg(script)
+            .args(["--port", &port])
+            .current_dir(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("examples")
+                    .join(dir),
+            )
+            .output()
+            .expect("run the example");
+        assert_eq!(output.status.code(), Some(1), "{script}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            format!(
+                "error: the Redis server at 127.0.0.1:{port} has no Bloom filter module loaded: \
+                 start one with `make run` (it prints its port) and pass that port with --port\n"
+            ),
+            "{script}"
+        );
+        assert!(output.stdout.is_empty(), "{script}");
+    }
+    assert_eq!(server.conn().call(&["DBSIZE"]), Frame::Int(0));
+}
+
+#[test]
+fn the_cache_guards_readme_quotes_the_filter_size_the_script_prints() {
+    let server = Server::start();
+    let output = run_example(
+        "cache_guard",
+        "guard.py",
+        &[
+            "--port".into(),
+            server.port.to_string(),
+            "--users".into(),
+            "100000".into(),
+            "--lookups".into(),
+            "2000".into(),
+        ],
+    );
+    let size = output
+        .split("100,000 users loaded into guard:user-ids: ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("no size in {output}"));
+    let readme = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cache_guard/README.md"),
+    )
+    .unwrap();
+    assert!(
+        readme.contains(&format!("100,000 users at 0.1% (a {size}-byte filter")),
+        "the script prints {size} bytes"
+    );
 }

@@ -85,7 +85,6 @@ fn the_windowed_filter_example_prints_what_the_command_reference_shows() {
 
 #[test]
 fn make_run_moves_to_the_next_free_port_and_names_it() {
-    use std::io::{BufRead, BufReader};
     // A server of the package's kind holds the first port, as Debian's does with 6379. Its port
     // is below the kernel's ephemeral range: the next one, which the script takes, could else be
     // the local port of some client's connection, and redis-server would fail to bind it (seen
@@ -96,21 +95,72 @@ fn make_run_moves_to_the_next_free_port_and_names_it() {
         ..common::Options::default()
     });
     let base = packaged.port;
-    /// The started server, killed when the test ends, also when it fails.
-    struct Started(std::process::Child);
-    impl Drop for Started {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
+    let run_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/make-run-{base}"));
+    let _ = std::fs::remove_dir_all(&run_dir);
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("redis.conf.example");
+    let tracked = std::fs::read(&example).unwrap();
+    let (run, port, said) = start_run(base, &run_dir);
+    // The next free port, named before the server starts.
+    assert!(port > base, "{said:?}");
+    assert!(
+        said[0].starts_with(&format!("Port {base} is taken"))
+            && said[0].ends_with(&format!("using port {port}.")),
+        "{said:?}"
+    );
+    let mut conn = connect(port, &said, &run_dir);
+    assert_eq!(
+        conn.call(&["BF.ADD", "seen", "hello"]),
+        common::Frame::Int(1)
+    );
+    // CONFIG REWRITE (packaging/README.md recommends it) writes the copy under the run
+    // directory, never the tracked file; the next run loads the module once, from that copy.
+    assert_eq!(
+        conn.call(&["CONFIG", "SET", "bf.error-rate", "0.001"]),
+        common::Frame::ok()
+    );
+    assert_eq!(conn.call(&["CONFIG", "REWRITE"]), common::Frame::ok());
+    assert_eq!(std::fs::read(&example).unwrap(), tracked);
+    let copy = std::fs::read_to_string(run_dir.join("redis.conf")).unwrap();
+    assert!(copy.contains("\nloadmodule "), "{copy}");
+    drop(conn);
+    drop(run);
+    let (_run, port, said) = start_run(base, &run_dir);
+    let mut conn = connect(port, &said, &run_dir);
+    assert_eq!(
+        conn.call(&["CONFIG", "GET", "bf.error-rate"]).items()[1],
+        common::Frame::bulk("0.001")
+    );
+    assert_eq!(
+        conn.call(&["BF.ADD", "again", "hello"]),
+        common::Frame::Int(1)
+    );
+    drop(conn);
+    drop(_run);
+    let _ = std::fs::remove_dir_all(&run_dir);
+}
+
+/// The server scripts/run.sh started, killed when the test ends, also when it fails.
+struct Started(std::process::Child);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
-    // The script's (and its server's) error output, for the message of a failure.
-    let errors = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/make-run-{base}.err"));
+}
+
+/// Starts scripts/run.sh with 6379 replaced by `base` and its data in `run_dir`: the server, its
+/// port and what the script said up to naming it (its error output goes to `run_dir`/err).
+fn start_run(base: u16, run_dir: &Path) -> (Started, u16, Vec<String>) {
+    use std::io::{BufRead, BufReader};
+    std::fs::create_dir_all(run_dir).unwrap();
+    let errors = std::fs::File::create(run_dir.join("err")).expect("create the error file");
     let mut run = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/run.sh"))
         .env("BASE_PORT", base.to_string())
+        .env("RUN_DIR", run_dir)
         .env_remove("PORT")
         .stdout(std::process::Stdio::piped())
-        .stderr(std::fs::File::create(&errors).expect("create the error file"))
+        .stderr(errors)
         .spawn()
         .map(Started)
         .expect("run scripts/run.sh");
@@ -126,29 +176,87 @@ fn make_run_moves_to_the_next_free_port_and_names_it() {
             break rest.split(' ').next().unwrap().parse::<u16>().unwrap();
         }
     };
-    // The next free port, named before the server starts.
-    assert!(port > base, "{said:?}");
-    assert!(
-        said[0].starts_with(&format!("Port {base} is taken"))
-            && said[0].ends_with(&format!("using port {port}.")),
-        "{said:?}"
-    );
+    // The server logs to the same pipe: read on, or it dies of SIGPIPE.
+    std::thread::spawn(move || lines.for_each(drop));
+    (run, port, said)
+}
+
+/// A connection to the server scripts/run.sh started on `port`, within 20 s.
+fn connect(port: u16, said: &[String], run_dir: &Path) -> common::Conn {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let mut conn = loop {
+    loop {
         if let Ok(conn) = common::Conn::connect(port) {
-            break conn;
+            return conn;
         }
         assert!(
             std::time::Instant::now() < deadline,
             "no server on {port}; the script said {said:?}, and on stderr:\n{}",
-            std::fs::read_to_string(&errors).unwrap_or_default()
+            std::fs::read_to_string(run_dir.join("err")).unwrap_or_default()
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    assert_eq!(
-        conn.call(&["BF.ADD", "seen", "hello"]),
-        common::Frame::Int(1)
+    }
+}
+
+#[test]
+fn make_run_refuses_a_port_that_is_no_number_before_anything() {
+    for bad in ["abc", "0", "70000", "63 79"] {
+        let output = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/run.sh"))
+            .env("PORT", bad)
+            .output()
+            .expect("run scripts/run.sh");
+        assert_eq!(output.status.code(), Some(1), "{bad}");
+        assert!(output.stdout.is_empty(), "{bad}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            format!(
+                "PORT={bad} is not a port: give a number from 1 to 65535, or leave PORT unset.\n"
+            )
+        );
+    }
+}
+
+#[test]
+fn make_help_names_every_target_and_make_install_copies_the_module_under_a_prefix() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let help = Command::new("make")
+        .arg("help")
+        .current_dir(root)
+        .output()
+        .expect("run make help");
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    for target in [
+        "run", "test", "check", "build", "install", "dist", "bench", "fuzz", "clean",
+    ] {
+        assert!(
+            help.lines()
+                .any(|line| line.starts_with(&format!("make {target} "))),
+            "{target}: {help}"
+        );
+    }
+    // The module is built (make test builds it first): install copies it, nothing more (-o build).
+    let prefix = root.join(format!("target/install-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&prefix);
+    let install = Command::new("make")
+        .args(["-o", "build", "install"])
+        .arg(format!("PREFIX={}", prefix.display()))
+        .current_dir(root)
+        .output()
+        .expect("run make install");
+    assert!(
+        install.status.success(),
+        "{}",
+        String::from_utf8_lossy(&install.stderr)
     );
-    drop(run);
-    let _ = std::fs::remove_file(&errors);
+    let installed = prefix.join("lib/redis/libredis_bf.so");
+    assert_eq!(
+        std::fs::read(&installed).unwrap(),
+        std::fs::read(common::module_path()).unwrap()
+    );
+    assert!(String::from_utf8_lossy(&install.stdout).contains(&format!(
+        "installed {}: load it with loadmodule {}",
+        installed.display(),
+        installed.display()
+    )));
+    std::fs::remove_dir_all(&prefix).unwrap();
 }

@@ -17,8 +17,26 @@ random ids that do not, and prints how many reached the database. It deletes its
 import argparse
 import random
 import sqlite3
+import sys
 
 import redis
+
+
+def connect(port: int) -> redis.Redis:
+    """A client of the server at 127.0.0.1:`port`, which must have the Bloom filter module: a
+    server without it (a packaged redis-server on 6379, say) stops the example with one line."""
+    r = redis.Redis(host="127.0.0.1", port=port)
+    try:
+        r.execute_command("BF.EXISTS", "example:probe", "x")
+    except redis.ResponseError as error:
+        if "unknown command" not in str(error):
+            raise
+        sys.exit(
+            f"error: the Redis server at 127.0.0.1:{port} has no Bloom filter module loaded: "
+            "start one with `make run` (it prints its port) and pass that port with --port"
+        )
+    return r
+
 
 FILTER = "guard:user-ids"
 BATCH = 1000
@@ -83,7 +101,7 @@ def main():
     parser.add_argument("--error-rate", type=float, default=0.001)
     args = parser.parse_args()
 
-    r = redis.Redis(host="127.0.0.1", port=args.port)
+    r = connect(args.port)
     store = UserStore(args.users)
     guard = Guard(r, store, args.users, args.error_rate)
     info = r.bf().info(FILTER)

@@ -20,7 +20,7 @@ import time
 
 import redis
 
-from frontier import APPROACHES
+from frontier import APPROACHES, connect
 
 
 def synthetic_crawl(count: int, seed: int = 7):
@@ -96,7 +96,7 @@ def main():
     parser.add_argument("--error-rate", type=float, default=0.01)
     args = parser.parse_args()
 
-    r = redis.Redis(host="127.0.0.1", port=args.port)
+    r = connect(args.port)
     stream = synthetic_crawl(args.urls)
     distinct = len(set(stream))
     print(

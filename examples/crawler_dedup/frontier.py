@@ -15,8 +15,25 @@ Every class counts the commands it sends, so the benchmark can report round trip
 
 import hashlib
 import math
+import sys
 
 import redis
+
+
+def connect(port: int) -> redis.Redis:
+    """A client of the server at 127.0.0.1:`port`, which must have the Bloom filter module: a
+    server without it (a packaged redis-server on 6379, say) stops the example with one line."""
+    r = redis.Redis(host="127.0.0.1", port=port)
+    try:
+        r.execute_command("BF.EXISTS", "example:probe", "x")
+    except redis.ResponseError as error:
+        if "unknown command" not in str(error):
+            raise
+        sys.exit(
+            f"error: the Redis server at 127.0.0.1:{port} has no Bloom filter module loaded: "
+            "start one with `make run` (it prints its port) and pass that port with --port"
+        )
+    return r
 
 
 class BloomSeen:

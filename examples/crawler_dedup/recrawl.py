@@ -21,6 +21,8 @@ import time
 
 import redis
 
+from frontier import connect
+
 KEY = "recrawl:seen"
 TTL_KEY = "recrawl:seen-ttl"
 
@@ -31,7 +33,7 @@ def main():
     parser.add_argument("--urls", type=int, default=20000)
     parser.add_argument("--window", type=int, default=2, help="seconds (a week: 604800)")
     args = parser.parse_args()
-    r = redis.Redis(port=args.port)
+    r = connect(args.port)
     r.delete(KEY, TTL_KEY)
     window = args.window
     # Capacity is URLs per window: here every URL may be fetched within one.

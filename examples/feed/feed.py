@@ -17,9 +17,27 @@ deletes its keys at the end.
 
 import argparse
 import random
+import sys
 import time
 
 import redis
+
+
+def connect(port: int) -> redis.Redis:
+    """A client of the server at 127.0.0.1:`port`, which must have the Bloom filter module: a
+    server without it (a packaged redis-server on 6379, say) stops the example with one line."""
+    r = redis.Redis(host="127.0.0.1", port=port)
+    try:
+        r.execute_command("BF.EXISTS", "example:probe", "x")
+    except redis.ResponseError as error:
+        if "unknown command" not in str(error):
+            raise
+        sys.exit(
+            f"error: the Redis server at 127.0.0.1:{port} has no Bloom filter module loaded: "
+            "start one with `make run` (it prints its port) and pass that port with --port"
+        )
+    return r
+
 
 PAGE = 10
 CANDIDATES = 50
@@ -50,7 +68,7 @@ def main():
     parser.add_argument("--users", type=int, default=100)
     parser.add_argument("--window", type=int, default=3, help="seconds (30 days: 2592000)")
     args = parser.parse_args()
-    r = redis.Redis(port=args.port)
+    r = connect(args.port)
     users = [f"user:{n}" for n in range(args.users)]
     r.delete(*(f"shown:{user}" for user in users))
     rng = random.Random(30)

@@ -111,8 +111,8 @@ def test_a_crawl_on_a_scrapy_redis_set_does_not_start(site, server) -> None:  # 
     assert sum(site.fetched().values()) == 0
     assert (
         "redis_bf.bloom.KeyTypeError: 'site:dupefilter' holds a set, not a Bloom filter: it is a "
-        "scrapy-redis fingerprint set: convert it with `python -m redis_bf.migrate "
-        "site:dupefilter`, or delete it to start the crawl afresh" in crawl.log
+        "scrapy-redis fingerprint set: convert it with `python -m redis_bf.migrate --url "
+        f"{server.url}/0 site:dupefilter`, or delete it to start the crawl afresh" in crawl.log
     )
     assert server.client().smembers("site:dupefilter") == {b"0" * 40}
 

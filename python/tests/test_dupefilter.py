@@ -139,7 +139,7 @@ def test_window_settings(server: Any, caplog: pytest.LogCaptureFixture) -> None:
     RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_WINDOW=60))
     assert (
         "Bloom filter dupefilter: shop:dupefilter exists with no window, not the window of 60 s "
-        "of BLOOMFILTER_WINDOW: it is used as it is (delete it, or migrate, to change)"
+        "of BLOOMFILTER_WINDOW: it is used as it is (delete it to start one with the window)"
         in caplog.messages
     )
     assert "Window" not in info(server.client(), "shop:dupefilter")
@@ -198,8 +198,8 @@ def test_a_scrapy_redis_set_is_refused_with_the_migration_command(server: Any) -
         RFPDupeFilter.from_spider(make_spider(server))
     assert str(raised.value) == (
         "'shop:dupefilter' holds a set, not a Bloom filter: it is a scrapy-redis fingerprint "
-        "set: convert it with `python -m redis_bf.migrate shop:dupefilter`, or delete it to "
-        "start the crawl afresh"
+        f"set: convert it with `python -m redis_bf.migrate --url {server.url}/0 shop:dupefilter`, "
+        "or delete it to start the crawl afresh"
     )
     assert r.smembers("shop:dupefilter") == {b"0" * 40}
 

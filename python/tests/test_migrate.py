@@ -308,3 +308,17 @@ def test_a_crawl_stopped_on_a_set_resumes_on_the_filter(site: Any, server: Any) 
     assert site.fetched() == Counter({path: 1 for path in site.paths})
     assert first["harness/pages"] + second["harness/pages"] == PAGES
     assert info(r, "site:dupefilter")["Number of items inserted"] == PAGES
+
+
+def test_the_readmes_transcript_quotes_the_filter_size_migrate_prints(server: Any) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    quoted = re.search(
+        r"swapped: site:dupefilter is now a Bloom filter \(4,997 items, ([\d,]+) bytes\)", readme
+    )
+    assert quoted is not None
+    fill_set(server.client(), 4997)
+    done = migrate_command(server, KEY)
+    assert done.returncode == 0, done.stderr
+    assert f"is now a Bloom filter (4,997 items, {quoted.group(1)} bytes)" in done.stdout, (
+        done.stdout
+    )

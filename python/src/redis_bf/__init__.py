@@ -6,7 +6,13 @@
 - ``python -m redis_bf.migrate``: converts a scrapy-redis fingerprint set into a filter.
 """
 
-from .bloom import BloomFilter, BloomFilterError, FilterOptions, KeyTypeError
+from .bloom import (
+    BloomFilter,
+    BloomFilterError,
+    FilterOptions,
+    KeyTypeError,
+    ModuleMissingError,
+)
 from .defaults import DEFAULT_CAPACITY, DEFAULT_ERROR_RATE
 
 __version__ = "0.1.0"
@@ -18,4 +24,5 @@ __all__ = [
     "BloomFilterError",
     "FilterOptions",
     "KeyTypeError",
+    "ModuleMissingError",
 ]

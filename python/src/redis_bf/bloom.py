@@ -10,7 +10,9 @@ with the server's defaults: a key deleted by a flush, or never reserved, cannot 
 Replies: RESP2 answers 1/0, RESP3 True/False; both come back as ``bool``. An error reply is raised,
 never read as an answer: a top-level one as redis-py's ``ResponseError`` (``WRONGTYPE``, ``OOM``,
 ...), an error element at the end of a batch's array (``non scaling filter is full``) as
-``BloomFilterError``, with the answers for the items before it.
+``BloomFilterError``, with the answers for the items before it. A server without the module
+(``unknown command 'BF.INSERT'``) raises ``ModuleMissingError``, which names the server and says
+how to get one with the module.
 """
 
 from __future__ import annotations
@@ -41,6 +43,64 @@ class BloomFilterError(ResponseError):
         super().__init__(message)
         self.results = list(results)
         self.index = index
+
+
+class ModuleMissingError(ResponseError):
+    """The server answered ``unknown command 'BF....'``: it has no Bloom filter module loaded.
+
+    Typically a packaged redis-server on the default port, next to the one ``make run`` started
+    on another port. The message names the server the client talks to and how to get one with the
+    module.
+    """
+
+    def __init__(self, client: Any, reply: str):
+        self.address = server_address(client)
+        super().__init__(
+            f"the Redis server at {self.address} has no Bloom filter module loaded (it answered: "
+            f"{reply.strip()}): connect to the server that has it (`make run` prints its port), "
+            "or start one with `redis-server --loadmodule /path/to/libredis_bf.so`"
+        )
+
+
+def server_address(client: Any) -> str:
+    """host:port (or the socket path) a redis-py client talks to, as far as it says."""
+    pool = getattr(client, "connection_pool", None)
+    kwargs = getattr(pool, "connection_kwargs", {}) or {}
+    if kwargs.get("path"):
+        return str(kwargs["path"])
+    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+
+
+def server_url(client: Any) -> str:
+    """A URL for the server and database a redis-py client talks to (no password), for a hint
+    such as ``python -m redis_bf.migrate --url <this> <key>``."""
+    pool = getattr(client, "connection_pool", None)
+    kwargs = getattr(pool, "connection_kwargs", {}) or {}
+    db = kwargs.get("db", 0) or 0
+    if kwargs.get("path"):
+        return f"unix://{kwargs['path']}?db={db}"
+    return f"redis://{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{db}"
+
+
+def require_module(client: Any, key: str) -> None:
+    """Raises ``ModuleMissingError`` unless the server has the ``BF.*`` commands. It asks
+    ``BF.CARD key``: any other answer (a count, WRONGTYPE, an ACL refusal) says it has them."""
+    try:
+        client.execute_command("BF.CARD", key)
+    except ResponseError as error:
+        if is_module_missing(error):
+            raise ModuleMissingError(client, str(error)) from None
+
+
+def is_module_missing(error: BaseException) -> bool:
+    """True for the server's answer to a ``BF.*`` command it does not know."""
+    message = str(error)
+    return "unknown command" in message and "'bf." in message.lower()
+
+
+def explained(client: Any, error: ResponseError) -> ResponseError:
+    """``error``, or a ``ModuleMissingError`` if it says the server has no ``BF.*`` commands."""
+    return ModuleMissingError(client, str(error)) if is_module_missing(error) else error
 
 
 class KeyTypeError(ResponseError):
@@ -190,6 +250,13 @@ class BloomFilter:
             f"error_rate={self.options.error_rate}{window})"
         )
 
+    def _execute(self, *command: Any) -> Any:
+        """One command; a server without the module raises ``ModuleMissingError``."""
+        try:
+            return self.client.execute_command(*command)
+        except ResponseError as error:
+            raise explained(self.client, error) from None
+
     def create(self) -> bool:
         """Reserves the filter if the key is missing: True if this call created it.
 
@@ -197,8 +264,10 @@ class BloomFilter:
         ``KeyTypeError``.
         """
         try:
-            self.client.execute_command("BF.RESERVE", self.key, *self.options.reserve_args())
+            self._execute("BF.RESERVE", self.key, *self.options.reserve_args())
             return True
+        except ModuleMissingError:
+            raise
         except ResponseError as error:
             # redis-bf: "item exists" for a filter, WRONGTYPE for anything else. RedisBloom
             # answers "item exists" for both: TYPE tells them apart.
@@ -216,14 +285,14 @@ class BloomFilter:
 
     def add(self, item: Item) -> bool:
         """Records ``item``: True if it was new, False if the filter (probably) held it."""
-        return as_bools(self.client.execute_command(*self._insert, item))[0]
+        return as_bools(self._execute(*self._insert, item))[0]
 
     def add_many(self, items: Iterable[Item]) -> list[bool]:
         """Records every item, in order: for each, whether it was new."""
         return self._batched(items, self._insert)
 
     def __contains__(self, item: Item) -> bool:
-        return as_bool(self.client.execute_command("BF.EXISTS", self.key, item))
+        return as_bool(self._execute("BF.EXISTS", self.key, item))
 
     def contains_many(self, items: Iterable[Item]) -> list[bool]:
         """For each item, whether it may have been added (False: certainly not)."""
@@ -231,13 +300,13 @@ class BloomFilter:
 
     def count(self) -> int:
         """Items added (``BF.CARD``: an item counts when it was new); 0 for a missing key."""
-        return int(self.client.execute_command("BF.CARD", self.key))
+        return int(self._execute("BF.CARD", self.key))
 
     def info(self) -> dict[str, Any]:
         """``BF.INFO`` as a dict: Capacity, Size, Number of filters, Number of items inserted,
         Expansion rate, and Window (seconds) for a windowed filter. A missing key raises
         ``ResponseError('not found')``."""
-        return info_dict(self.client.execute_command("BF.INFO", self.key))
+        return info_dict(self._execute("BF.INFO", self.key))
 
     def _batched(self, items: Iterable[Item], command: tuple[Any, ...]) -> list[bool]:
         answers: list[bool] = []
@@ -249,6 +318,8 @@ class BloomFilter:
             replies = pipe.execute(raise_on_error=False)
             for reply in replies:
                 if isinstance(reply, ResponseError):
+                    if is_module_missing(reply):
+                        raise ModuleMissingError(self.client, str(reply))
                     # A top-level error (WRONGTYPE, OOM, ...): no item of this batch was applied.
                     raise BloomFilterError(str(reply), answers, len(answers))
                 try:

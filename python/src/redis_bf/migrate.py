@@ -40,9 +40,11 @@ from .bloom import (
     BloomFilter,
     BloomFilterError,
     FilterOptions,
+    ModuleMissingError,
     as_bools,
     decode,
     info_dict,
+    require_module,
 )
 from .defaults import DEFAULT_CAPACITY, DEFAULT_ERROR_RATE
 
@@ -432,6 +434,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         parser.error(str(error))
     client = redis.Redis.from_url(args.url)
     try:
+        # Before anything is built: a server without the module says so in one line.
+        require_module(client, args.key)
         if args.urls:
             with open(args.urls) if args.urls != "-" else sys.stdin as lines:
                 load_urls(client, args.key, lines, options, report=report)
@@ -445,7 +449,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
             report=report,
             progress_interval=args.progress_interval,
         )
-    except MigrationError as error:
+    except (MigrationError, ModuleMissingError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     except RedisError as error:

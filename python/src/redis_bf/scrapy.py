@@ -42,7 +42,7 @@ from scrapy_redis import defaults as scrapy_redis_defaults
 from scrapy_redis.connection import get_redis_from_settings
 from scrapy_redis.dupefilter import RFPDupeFilter as SetDupeFilter
 
-from .bloom import BloomFilter, KeyTypeError
+from .bloom import BloomFilter, KeyTypeError, server_url
 from .defaults import DEFAULT_CAPACITY, DEFAULT_ERROR_RATE
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
         try:
             created = self.filter.create()
         except KeyTypeError as error:
-            raise _explain(error) from None
+            raise _explain(error, server_url(self.server)) from None
         info = self.filter.info()
         window = f", window {options.window} s" if options.window else ""
         if created:
@@ -150,7 +150,8 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
             if options.window is not None and existing != options.window:
                 self.logger.warning(
                     "Bloom filter dupefilter: %s exists with %s, not the window of %d s of "
-                    "BLOOMFILTER_WINDOW: it is used as it is (delete it, or migrate, to change)",
+                    "BLOOMFILTER_WINDOW: it is used as it is (delete it to start one with the "
+                    "window)",
                     self.key,
                     f"a window of {existing} s" if existing else "no window",
                     options.window,
@@ -207,12 +208,14 @@ def window_seconds(value: Any) -> int | None:
     return int(seconds) or None
 
 
-def _explain(error: KeyTypeError) -> KeyTypeError:
-    """The error for a dupefilter key that holds something else, with what to do about it."""
+def _explain(error: KeyTypeError, url: str) -> KeyTypeError:
+    """The error for a dupefilter key that holds something else, with what to do about it (`url`:
+    the server's, for the command to run)."""
     if error.key_type == "set":
         hint = (
             "it is a scrapy-redis fingerprint set: convert it with "
-            f"`python -m redis_bf.migrate {error.key}`, or delete it to start the crawl afresh"
+            f"`python -m redis_bf.migrate --url {url} {error.key}`, or delete it to start the "
+            "crawl afresh"
         )
     elif error.key_type == "string":
         hint = (
