@@ -62,20 +62,33 @@ class ModuleMissingError(ResponseError):
         )
 
 
+def connection_kwargs(client: Any) -> dict[str, Any]:
+    """Where a redis-py client connects: its pool's host, port, path and db; a cluster client's
+    default node; empty if it does not say."""
+    pool = getattr(client, "connection_pool", None)
+    if pool is not None:
+        return dict(getattr(pool, "connection_kwargs", {}) or {})
+    default_node = getattr(client, "get_default_node", None)
+    node = default_node() if callable(default_node) else None
+    if node is not None:
+        return {"host": node.host, "port": node.port}
+    return {}
+
+
 def server_address(client: Any) -> str:
     """host:port (or the socket path) a redis-py client talks to, as far as it says."""
-    pool = getattr(client, "connection_pool", None)
-    kwargs = getattr(pool, "connection_kwargs", {}) or {}
+    kwargs = connection_kwargs(client)
     if kwargs.get("path"):
         return str(kwargs["path"])
-    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+    if "host" not in kwargs:
+        return "the address this client uses"
+    return f"{kwargs['host']}:{kwargs.get('port', 6379)}"
 
 
 def server_url(client: Any) -> str:
     """A URL for the server and database a redis-py client talks to (no password), for a hint
     such as ``python -m redis_bf.migrate --url <this> <key>``."""
-    pool = getattr(client, "connection_pool", None)
-    kwargs = getattr(pool, "connection_kwargs", {}) or {}
+    kwargs = connection_kwargs(client)
     db = kwargs.get("db", 0) or 0
     if kwargs.get("path"):
         return f"unix://{kwargs['path']}?db={db}"
