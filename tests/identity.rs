@@ -56,7 +56,7 @@ fn command_names_are_lower_case_wherever_tools_read_them() {
     let mut reader = acl_user(&server, "reader", &["~*", "+bf.exists"]);
     assert_eq!(
         reader.call(&["BF.ADD", "k", "y"]),
-        Frame::error("NOPERM this user has no permissions to run the 'bf.add' command")
+        common::no_command_permission("reader", "bf.add")
     );
     let log_entry = conn.call(&["ACL", "LOG", "1"]).items()[0].items();
     let object = log_entry

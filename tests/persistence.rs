@@ -495,6 +495,12 @@ fn info_bf_counts_filters_bytes_adds_lookups_and_errors() {
         .iter()
         .map(|key| size(&mut conn, key))
         .sum();
+    // Valkey 9 frees the reloaded database's old values in the background
+    // (lazyfree-lazy-user-flush is on by default there): wait for their free to be counted.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while field("bf_filters") != 4 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     assert_eq!(field("bf_filters"), 4);
     assert_eq!(field("bf_bytes"), sizes);
     conn.call(&["DEL", "a", "b", "g"]);
@@ -509,6 +515,22 @@ fn sizes(conn: &mut Conn, key: &str) -> (i64, i64) {
         conn.call(&["BF.INFO", key, "SIZE"]).items()[0].int(),
         conn.call(&["MEMORY", "USAGE", key]).int(),
     )
+}
+
+/// `Size` exactly as expected, and `MEMORY USAGE` too, but on a server built with an allocator
+/// other than jemalloc (Valkey 9.1's libc malloc in the matrix), where the server's own part of
+/// MEMORY USAGE (the key's allocation, measured by malloc_usable_size) can differ by a few bytes
+/// between two keys of one name length: there, within 64 bytes.
+fn assert_sizes(actual: (i64, i64), expected: (i64, i64), what: &str) {
+    assert_eq!(actual.0, expected.0, "Size, {what}");
+    if common::flavor().malloc.starts_with("jemalloc") {
+        assert_eq!(actual.1, expected.1, "MEMORY USAGE, {what}");
+    } else {
+        assert!(
+            actual.1.abs_diff(expected.1) <= 64,
+            "MEMORY USAGE, {what}: {actual:?} {expected:?}"
+        );
+    }
 }
 
 #[test]
@@ -540,16 +562,16 @@ fn size_and_memory_usage_are_a_function_of_the_filter_alone() {
     let chunks = scandump(&mut conn, "orig");
     loadchunks(&mut conn, "load", &chunks);
     for key in ["copy", "rest", "load"] {
-        assert_eq!(sizes(&mut conn, key), grown, "{key}");
+        assert_sizes(sizes(&mut conn, key), grown, key);
     }
     // A replica that grew it from the propagated adds, and one that loads it whole.
     replica.catch_up(&primary);
-    assert_eq!(sizes(&mut replica.conn(), "orig"), grown, "replica");
+    assert_sizes(sizes(&mut replica.conn(), "orig"), grown, "replica");
     let late = Server::start();
     late.replicate(&primary);
-    assert_eq!(sizes(&mut late.conn(), "orig"), grown, "full sync");
+    assert_sizes(sizes(&mut late.conn(), "orig"), grown, "full sync");
     assert_eq!(conn.call(&["DEBUG", "RELOAD"]), Frame::ok());
-    assert_eq!(sizes(&mut conn, "orig"), grown, "DEBUG RELOAD");
+    assert_sizes(sizes(&mut conn, "orig"), grown, "DEBUG RELOAD");
     primary.restart();
-    assert_eq!(sizes(&mut primary.conn(), "orig"), grown, "restart");
+    assert_sizes(sizes(&mut primary.conn(), "orig"), grown, "restart");
 }

@@ -119,14 +119,19 @@ impl<'a> Call<'a> {
 
     /// Where the command comes from, as far as trusting its clock goes (see [`Origin`]).
     pub fn origin(&self) -> super::Origin {
-        super::Origin::of_command(self.flags())
+        super::Origin::of_command(self.flags(), super::module::must_obey(self.ctx))
     }
 
-    /// True when the command comes from a primary or an AOF being loaded: it must apply exactly
-    /// as it did where it was first run, whatever this server's own settings.
+    /// True when the command comes from a primary, an AOF being loaded or (Valkey 9) the node a
+    /// slot is being imported from: it must apply exactly as it did where it was first run,
+    /// whatever this server's own settings. The server's own answer where it has one
+    /// (`MustObeyClient`, Valkey 8.1+), else the context flags.
     pub fn is_replay(&self) -> bool {
-        self.flags() & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING)
-            != 0
+        super::module::must_obey(self.ctx).unwrap_or_else(|| {
+            self.flags()
+                & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING)
+                != 0
+        })
     }
 
     /// Notes one more reply, which is an element if an open array is being filled.

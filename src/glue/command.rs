@@ -204,7 +204,10 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, commands: &[Command]) -> Result<(
             )
         };
         if created != raw::REDISMODULE_OK as c_int {
-            return Err(format!("could not create command {name}"));
+            // The flags are fixed and valid: the one way to fail here is a name already held.
+            return Err(crate::glue::module::taken(&format!(
+                "the command name {name} is taken"
+            )));
         }
         // SAFETY: the command was just created under this name.
         let handle = unsafe { raw::RedisModule_GetCommand.unwrap()(ctx, command.name.as_ptr()) };

@@ -26,16 +26,20 @@ pub enum Origin {
 }
 
 impl Origin {
-    /// A command's origin, from its context flags (`RedisModule_GetContextFlags`): its primary's
-    /// stream, an AOF loading (a replica's own files are its primary's data too), or a client.
-    fn of_command(flags: u32) -> Origin {
+    /// A command's origin: a client's unless the server says it must be obeyed (`must_obey`,
+    /// Valkey 8.1+; elsewhere the context flags tell: its primary's stream, or an AOF loading),
+    /// then the primary's (its stream, or on Valkey 9 a slot import, which the server treats like
+    /// a primary), or on a server loading its own AOF, its own (a replica's own files are its
+    /// primary's data too).
+    fn of_command(flags: u32, must_obey: Option<bool>) -> Origin {
         use redis_module::raw;
-        if flags & raw::REDISMODULE_CTX_FLAGS_REPLICATED != 0 {
-            Origin::Primary
-        } else if flags & raw::REDISMODULE_CTX_FLAGS_LOADING != 0 {
-            Origin::of_loading(flags)
-        } else {
-            Origin::Client
+        let replicated = flags & raw::REDISMODULE_CTX_FLAGS_REPLICATED != 0;
+        let loading = flags & raw::REDISMODULE_CTX_FLAGS_LOADING != 0;
+        match must_obey {
+            Some(false) => Origin::Client,
+            None if !replicated && !loading => Origin::Client,
+            _ if loading && !replicated => Origin::of_loading(flags),
+            _ => Origin::Primary,
         }
     }
 

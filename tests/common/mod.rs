@@ -31,6 +31,73 @@ fn redis_server() -> String {
     std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
 }
 
+/// Which server the tests run on (`$REDIS_SERVER`, or Debian's redis-server), read once from its
+/// `--version`: the matrix in `make test` runs the same suites on Redis 7.0 and 8.2 and Valkey 8.0
+/// and 9.1, and a test asserts each one's own behaviour where they differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Flavor {
+    /// Valkey, not Redis.
+    pub valkey: bool,
+    /// (major, minor, patch).
+    pub version: (u32, u32, u32),
+    /// The allocator it was built with: `jemalloc-5.3.0`, `libc`.
+    pub malloc: String,
+}
+
+impl Flavor {
+    /// Redis 7.2's module API or newer (Valkey has it from 8.0 on).
+    pub fn has_redis_7_2_api(&self) -> bool {
+        self.valkey || self.version >= (7, 2, 0)
+    }
+
+    /// Module ACL categories (`RedisModule_AddACLCategory`): Redis 7.4+, Valkey 8+.
+    pub fn has_module_acl_categories(&self) -> bool {
+        self.valkey || self.version >= (7, 4, 0)
+    }
+
+    /// Atomic slot migration (`CLUSTER MIGRATESLOTS`): Valkey 9+.
+    pub fn has_atomic_slot_migration(&self) -> bool {
+        self.valkey && self.version >= (9, 0, 0)
+    }
+
+    /// The name INFO gives the server's version under (`redis_version`, `valkey_version`).
+    pub fn name(&self) -> String {
+        let (major, minor, patch) = self.version;
+        let product = if self.valkey { "Valkey" } else { "Redis" };
+        format!("{product} {major}.{minor}.{patch} ({})", self.malloc)
+    }
+}
+
+/// The flavor of the server the tests start by default.
+pub fn flavor() -> &'static Flavor {
+    static FLAVOR: std::sync::OnceLock<Flavor> = std::sync::OnceLock::new();
+    FLAVOR.get_or_init(|| flavor_of(Path::new(&redis_server())))
+}
+
+/// The flavor of a server binary, from its `--version` ("Redis server v=8.2.3 sha=... malloc=libc").
+pub fn flavor_of(binary: &Path) -> Flavor {
+    let out = Command::new(binary)
+        .arg("--version")
+        .output()
+        .unwrap_or_else(|err| panic!("run {} --version: {err}", binary.display()));
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let field = |name: &str| {
+        text.split_whitespace()
+            .find_map(|word| word.strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            .to_string()
+    };
+    let numbers: Vec<u32> = field("v=")
+        .split('.')
+        .map(|part| part.parse().unwrap_or(0))
+        .collect();
+    Flavor {
+        valkey: text.starts_with("Valkey"),
+        version: (numbers[0], numbers[1], numbers[2]),
+        malloc: field("malloc="),
+    }
+}
+
 fn free_port() -> u16 {
     let listener = TcpListener::bind(("127.0.0.1", 0)).expect("bind a free port");
     listener.local_addr().expect("local address").port()
@@ -56,26 +123,62 @@ fn free_cluster_port() -> u16 {
     panic!("no free port pair P, P + 10000 between 20000 and 32700");
 }
 
-/// tests/clock/ahead.c, built once into target/test-clock/ (with `cc`, which building the module
-/// needs too); a copy is built aside and renamed, so that test binaries can race to it.
+/// A shared library built once per test binary from C source under tests/ into target/test-c/
+/// (with `cc`, which building the module needs too); a copy is built aside and renamed, so that
+/// test binaries can race to it.
+fn c_library(source: &str, include: Option<&Path>) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = root.join("target/test-c");
+    std::fs::create_dir_all(&dir).expect("create target/test-c");
+    let stem = Path::new(source).file_stem().unwrap().to_string_lossy();
+    let library = dir.join(format!("{stem}.so"));
+    let building = dir.join(format!("{stem}.so.{}", std::process::id()));
+    let mut cc = Command::new("cc");
+    cc.args(["-O2", "-shared", "-fPIC", "-o"])
+        .arg(&building)
+        .arg(root.join(source));
+    if let Some(include) = include {
+        cc.arg("-I").arg(include);
+    }
+    let status = cc.status().expect("run cc (build-essential)");
+    assert!(status.success(), "cc could not build {source}");
+    std::fs::rename(&building, &library).expect("move the library in place");
+    library
+}
+
+/// tests/clock/ahead.c, built: a wall clock running ahead (see [`Options::clock_ahead`]).
 fn clock_library() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
+        .get_or_init(|| c_library("tests/clock/ahead.c", None))
+        .clone()
+}
+
+/// tests/fake/other_bloom.c, built: a module that takes one of the names this one needs, as
+/// RedisBloom would (its load argument says which: `name`, `type` or `command`). It compiles
+/// against the redismodule.h the redis-module crate ships, found through `cargo metadata`.
+pub fn other_bloom_module() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
         .get_or_init(|| {
-            let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-            let dir = root.join("target/test-clock");
-            std::fs::create_dir_all(&dir).expect("create target/test-clock");
-            let library = dir.join("ahead.so");
-            let building = dir.join(format!("ahead.so.{}", std::process::id()));
-            let status = Command::new("cc")
-                .args(["-O2", "-shared", "-fPIC", "-o"])
-                .arg(&building)
-                .arg(root.join("tests/clock/ahead.c"))
-                .status()
-                .expect("run cc (build-essential)");
-            assert!(status.success(), "cc could not build tests/clock/ahead.c");
-            std::fs::rename(&building, &library).expect("move the clock library in place");
-            library
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+            let out = Command::new(cargo)
+                .args(["metadata", "--format-version", "1", "--offline"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .expect("run cargo metadata");
+            let metadata: serde_json::Value =
+                serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON");
+            let manifest = metadata["packages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|package| package["name"] == "redis-module")
+                .and_then(|package| package["manifest_path"].as_str())
+                .expect("the redis-module package in cargo metadata")
+                .to_string();
+            let include = Path::new(&manifest).parent().unwrap().join("src/include");
+            c_library("tests/fake/other_bloom.c", Some(&include))
         })
         .clone()
 }
@@ -563,6 +666,57 @@ pub fn acl_user(server: &Server, name: &str, rules: &[&str]) -> Conn {
     let mut conn = server.conn();
     assert_eq!(conn.call(&["AUTH", name, "pw"]), Frame::ok());
     conn
+}
+
+/// The NOPERM error for a key the user may not touch: Redis 7.0's wording, or 7.2's and later
+/// (Valkey's too).
+pub fn no_key_permission() -> Frame {
+    if flavor().has_redis_7_2_api() {
+        Frame::error("NOPERM No permissions to access a key")
+    } else {
+        Frame::error(
+            "NOPERM this user has no permissions to access one of the keys used as arguments",
+        )
+    }
+}
+
+/// The NOPERM error for a command `user` may not run, in the server's wording (Redis 7.2 and
+/// later, and Valkey, name the user).
+pub fn no_command_permission(user: &str, command: &str) -> Frame {
+    let command = command.to_lowercase();
+    if flavor().has_redis_7_2_api() {
+        Frame::error(&format!(
+            "NOPERM User {user} has no permissions to run the '{command}' command"
+        ))
+    } else {
+        Frame::error(&format!(
+            "NOPERM this user has no permissions to run the '{command}' command"
+        ))
+    }
+}
+
+/// What `ACL DRYRUN` answers for a key `user` may not touch, in the server's wording.
+pub fn dry_run_denied_key(user: &str, key: &str) -> Frame {
+    let who = if flavor().has_redis_7_2_api() {
+        format!("User {user}")
+    } else {
+        "This user".to_string()
+    };
+    Frame::bulk(format!(
+        "{who} has no permissions to access the '{key}' key"
+    ))
+}
+
+/// What `ACL DRYRUN` answers for a command `user` may not run, in the server's wording.
+pub fn dry_run_denied_command(user: &str, command: &str) -> Frame {
+    let who = if flavor().has_redis_7_2_api() {
+        format!("User {user}")
+    } else {
+        "This user".to_string()
+    };
+    Frame::bulk(format!(
+        "{who} has no permissions to run the '{command}' command"
+    ))
 }
 
 /// `ACL DRYRUN user command...`.

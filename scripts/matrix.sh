@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The server matrix of `make test`: the black-box suites that touch server behaviour, run again on
+# each newer server (the whole suite already ran on Debian's Redis 7.0): Redis 8.2.3 (jemalloc),
+# Valkey 8.0 (Debian's backport, jemalloc) and Valkey 9.1.2 (libc malloc). The servers run side by
+# side, each with its own log in target/matrix/; a server's log is printed when it failed.
+# MATRIX_SERVERS (paths, space-separated) chooses other servers; MATRIX_SUITES other suites.
+# Needs the test binaries built (`cargo test --no-run`) and the servers unpacked
+# (scripts/fetch-servers.sh, scripts/fetch-valkey.sh).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+servers=(${MATRIX_SERVERS:-target/servers/redis-8.2.3/redis-server target/valkey/usr/bin/valkey-server target/servers/valkey-9.1.2/valkey-server})
+suites=(${MATRIX_SUITES:-dialect persistence replication restore window window_clock window_dumps window_idle window_upkeep cluster acl redisbloom command_docs crash conflicts allocators slot_migration})
+args=()
+for suite in "${suites[@]}"; do args+=(--test "$suite"); done
+
+mkdir -p target/matrix
+pids=()
+logs=()
+for server in "${servers[@]}"; do
+  # Absolute, but not resolved: Debian's valkey-server is a link that acts by its name.
+  binary=$(cd "$(dirname "$server")" && pwd)/$(basename "$server")
+  # redis-8.2.3, valkey-9.1.2: product and version, from --version.
+  log=target/matrix/$("$binary" --version | awk '{print tolower($1) "-" substr($3, 3)}').log
+  logs+=("$log")
+  {
+    echo "== $("$binary" --version)"
+    REDIS_SERVER=$binary cargo test --workspace --no-fail-fast "${args[@]}" 2>&1
+  } > "$log" &
+  pids+=($!)
+done
+
+status=0
+for index in "${!pids[@]}"; do
+  if wait "${pids[$index]}"; then
+    echo "matrix: $(head -1 "${logs[$index]}" | cut -c4-): every suite passed (${logs[$index]})"
+  else
+    status=1
+    cat "${logs[$index]}"
+    echo "matrix: $(head -1 "${logs[$index]}" | cut -c4-): FAILED (log above, and in ${logs[$index]})"
+  fi
+done
+exit $status
