@@ -109,7 +109,7 @@ fn filters_move_with_their_slots_while_a_client_adds_to_them() {
     let mut admin = source.conn();
     let ok = Frame::ok();
     assert_eq!(admin.call(&["BF.RESERVE", PLAIN, "0.001", "1000000"]), ok);
-    // 50,000,000 items at 1%: 62 MB.
+    // 50,000,000 items at 1%: 69 MB (Size 68,923,840).
     assert_eq!(admin.call(&["BF.RESERVE", BIG, "0.01", "50000000"]), ok);
     let reserve = ["BF.RESERVE", WINDOWED, "0.01", "1000000", "WINDOW", "3600"];
     assert_eq!(admin.call(&reserve), ok);

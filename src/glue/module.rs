@@ -96,8 +96,8 @@ pub fn taken(why: &str) -> String {
         "{why}, most likely by another Bloom filter module such as RedisBloom \
          (Redis 8's distributions load it from their modules directory), or by this module \
          loaded twice; MODULE LIST names the modules loaded: remove the other's loadmodule line \
-         (or MODULE UNLOAD it), then load this one (docs/migrating.md, \"Replacing RedisBloom on \
-         Redis 8\")"
+         and restart the server with this one's (a module with a data type cannot be unloaded) \
+         (docs/migrating.md, \"Replacing RedisBloom on Redis 8\")"
     )
 }
 
