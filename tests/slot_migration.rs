@@ -91,6 +91,28 @@ fn cluster() -> (Server, Server, Server) {
     (source, target, replica)
 }
 
+/// The options the module declared, as `INFO modules` lists them.
+fn module_options(server: &Server) -> String {
+    let info = server.conn().call(&["INFO", "modules"]).text();
+    let line = info
+        .lines()
+        .find(|line| line.starts_with("module:name=bf,"))
+        .unwrap_or_else(|| panic!("no bf in INFO modules:\n{info}"));
+    line.split("options=").nth(1).unwrap().trim().to_string()
+}
+
+/// The module declares atomic slot migration where the server has it (Valkey 9), and only there.
+#[test]
+fn the_module_declares_atomic_slot_migration_only_where_the_server_has_it() {
+    let server = Server::start();
+    let expected = if flavor().has_atomic_slot_migration() {
+        "[handle-io-errors|handle-repl-async-load|handle-atomic-slot-migration]"
+    } else {
+        "[handle-io-errors|handle-repl-async-load]"
+    };
+    assert_eq!(module_options(&server), expected);
+}
+
 #[test]
 fn filters_move_with_their_slots_while_a_client_adds_to_them() {
     if !flavor().has_atomic_slot_migration() {
