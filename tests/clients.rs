@@ -207,3 +207,49 @@ fn redis_rs_drives_the_dialect_in_resp2_and_resp3() {
         assert_eq!(digest(&mut con, "urls-copy"), digest(&mut con, "urls"));
     }
 }
+
+/// Runs a cluster client script against a fresh cluster of three primaries (`program script port
+/// port port`); it must succeed and print `cluster: ok`.
+fn run_on_a_cluster(program: &Path, script: &Path, what: &str) {
+    let servers = common::three_primaries();
+    let output = Command::new(program)
+        .arg(script)
+        .args(servers.iter().map(|server| server.port.to_string()))
+        .output()
+        .expect(what);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.ends_with("cluster: ok\n"), "{stdout}");
+}
+
+/// redis-py's `RedisCluster(...).bf()` on three primaries, in RESP2 and RESP3: 12 filters on each
+/// primary (picked by hash slot) get every BF command, a filter is copied with SCANDUMP/LOADCHUNK
+/// to a slot of another primary, and each primary's commandstats show exactly its share of the
+/// commands, none rejected and no MOVED or ASK answered (tests/clients/redis_py_cluster.py).
+#[test]
+fn redis_py_cluster_client_routes_every_command_by_its_key() {
+    let python = python();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/redis_py_cluster.py");
+    run_on_a_cluster(&python, &script, "run the redis-py cluster script");
+}
+
+/// node-redis's `createCluster` (`cluster.bf.*`) on three primaries, in RESP2 and RESP3: the same
+/// checks as redis-py's, the SCANDUMP chunks read as Buffers (tests/clients/node_redis_cluster.mjs).
+#[test]
+fn node_redis_cluster_client_routes_every_command_by_its_key() {
+    let dir = node_dir();
+    // Node resolves `import 'redis'` from the script's own directory: run a copy beside
+    // node_modules.
+    let script = dir.join("node_redis_cluster.mjs");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node_redis_cluster.mjs"),
+        &script,
+    )
+    .expect("copy the node-redis cluster script");
+    run_on_a_cluster(
+        Path::new("node"),
+        &script,
+        "run node (make test installs Node.js when it can)",
+    );
+}

@@ -826,3 +826,34 @@ pub fn generations(conn: &mut Conn, key: &str) -> Vec<(u64, u64, u64)> {
 pub fn bf_size(conn: &mut Conn, key: &str) -> i64 {
     conn.call(&["BF.INFO", key, "SIZE"]).items()[0].int()
 }
+
+/// A Redis Cluster of three primaries and no replica, the module on each: the first owns slots
+/// 0-5460, the second 5461-10922, the third 10923-16383. Returned once every node sees all three
+/// and says `cluster_state:ok`.
+pub fn three_primaries() -> [Server; 3] {
+    let servers = [(); 3].map(|_| Server::with(Options::cluster_node()));
+    let ranges = [("0", "5460"), ("5461", "10922"), ("10923", "16383")];
+    for (server, (first, last)) in servers.iter().zip(ranges) {
+        let reply = server
+            .conn()
+            .call(&["CLUSTER", "ADDSLOTSRANGE", first, last]);
+        assert_eq!(reply, Frame::ok(), "{first}-{last}");
+    }
+    let mut conns = servers.each_ref().map(Server::conn);
+    for server in &servers[1..] {
+        let meet = ["CLUSTER", "MEET", "127.0.0.1", &server.port.to_string()];
+        assert_eq!(conns[0].call(&meet), Frame::ok());
+    }
+    let ready = |conn: &mut Conn| {
+        conn.call(&["CLUSTER", "INFO"])
+            .text()
+            .contains("cluster_state:ok")
+            && conn.call(&["CLUSTER", "NODES"]).text().lines().count() == 3
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !conns.iter_mut().all(ready) {
+        assert!(Instant::now() < deadline, "the cluster did not form");
+        sleep(Duration::from_millis(50));
+    }
+    servers
+}
