@@ -3,7 +3,8 @@
 MODULE := target/release/libredis_bf.so
 # What building and running need; the tests need the rest.
 RUN_PACKAGES := redis-server redis-tools libclang-dev build-essential
-TEST_PACKAGES := python3-venv
+# golang-go and redigo: the Go example (examples/go_crawl), built offline against Debian's redigo.
+TEST_PACKAGES := python3-venv golang-go golang-github-gomodule-redigo-dev
 # Client libraries the compatibility tests drive, pinned.
 VENV := target/venv
 PY_CLIENTS := redis==8.1.0

@@ -1,7 +1,7 @@
 //! The examples keep working: the crawler-dedup benchmark, the recrawl after a window, the cache
 //! guard and the feed run against a real server with the module, on a small scale, through the
-//! pinned redis-py; against a server without it (a packaged one on 6379, say), each stops with one
-//! line that says so.
+//! pinned redis-py, and the Go crawler through Debian's redigo; against a server without it (a
+//! packaged one on 6379, say), each stops with one line that says so.
 
 mod common;
 
@@ -280,4 +280,81 @@ fn the_cache_guards_readme_quotes_the_filter_size_the_script_prints() {
         readme.contains(&format!("100,000 users at 0.1% (a {size}-byte filter")),
         "the script prints {size} bytes"
     );
+}
+
+/// The Go crawler (examples/go_crawl), built offline against Debian's redigo as its go.mod says
+/// (GOPROXY=off, build cache and output under target/go), crawls 2,000 synthetic pages with one
+/// BF.MADD per batch of 100 and fetches each page once; against a server without the module it
+/// stops with the Python examples' line.
+#[test]
+fn the_go_crawler_fetches_each_page_once_with_one_bf_madd_per_batch() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let hint = "make test installs golang-go and golang-github-gomodule-redigo-dev";
+    let go = Command::new("go").arg("version").output();
+    assert!(
+        go.is_ok_and(|output| output.status.success()),
+        "no `go` on PATH: {hint}"
+    );
+    let redigo = Path::new("/usr/share/gocode/src/github.com/gomodule/redigo/redis");
+    assert!(redigo.is_dir(), "{} is missing: {hint}", redigo.display());
+    let out = root.join("target/go");
+    let binary = out.join("go_crawl");
+    let build = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&binary)
+        .arg(".")
+        .current_dir(root.join("examples/go_crawl"))
+        .env("GO111MODULE", "on")
+        .env("GOFLAGS", "-mod=readonly")
+        .env("GOPROXY", "off")
+        .env("GOTOOLCHAIN", "local")
+        .env("GOPATH", &out)
+        .env("GOCACHE", out.join("cache"))
+        .output()
+        .expect("run go build");
+    assert!(
+        build.status.success(),
+        "go build failed ({hint}):\n{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+
+    let server = Server::start();
+    let output = Command::new(&binary)
+        .args(["--port", &server.port.to_string(), "--pages", "2000"])
+        .output()
+        .expect("run the Go example");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // 1 start URL and 8 links on each of the 2,000 pages; every page fetched once.
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "2,000 pages on the site; filter crawl:go:seen sized for 1,000,000 URLs at 0.10%; \
+         batches of 100 pages\n\
+         16,001 URLs discovered, 2,000 new (fetched), 14,001 duplicates skipped; \
+         25 BF.MADD calls; pages never reached: 0\n"
+    );
+    assert_eq!(server.conn().call(&["DBSIZE"]), Frame::Int(0));
+
+    let bare = Server::with(Options {
+        without_module: true,
+        ..Options::default()
+    });
+    let port = bare.port.to_string();
+    let output = Command::new(&binary)
+        .args(["--port", &port])
+        .output()
+        .expect("run the Go example");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!(
+            "error: the Redis server at 127.0.0.1:{port} has no Bloom filter module loaded: \
+             start one with `make run` (it prints its port) and pass that port with --port\n"
+        )
+    );
+    assert!(output.stdout.is_empty());
+    assert_eq!(bare.conn().call(&["DBSIZE"]), Frame::Int(0));
 }
