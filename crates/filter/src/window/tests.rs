@@ -327,6 +327,36 @@ fn a_generation_loses_its_oldest_parts_first_and_keeps_its_probes() {
 }
 
 #[test]
+fn lookups_find_items_in_every_live_part_past_the_lookahead_and_none_expired() {
+    // Parts of 2 items (a sixth of 12), each part as big as the last (EXPANSION 1): 40 items in
+    // one slot, one every 100 ms, make 20 parts, more than a lookup requests ahead (16), so the
+    // oldest are asked one by one after the others.
+    let mut filter = windowed(12, ERROR, Growth::Scaling { expansion: 1 });
+    for i in 0..40 {
+        filter
+            .add(&item("p", i), START + i * 100, u64::MAX)
+            .unwrap();
+    }
+    let parts: Vec<usize> = filter
+        .generations()
+        .iter()
+        .map(|g| g.parts().len())
+        .collect();
+    assert_eq!(parts, [20]);
+    let now = START + 4000;
+    for i in 0..40 {
+        assert!(filter.contains(&item("p", i), now), "{i}");
+    }
+    // A window after item 9 (the last of the fifth part), the five oldest parts have expired:
+    // their items are no longer found, every other one still is.
+    let now = START + 900 + WINDOW_MS;
+    assert_eq!(filter.generations()[0].live_parts(now).count(), 15);
+    for i in 0..40 {
+        assert_eq!(filter.contains(&item("p", i), now), i >= 10, "{i}");
+    }
+}
+
+#[test]
 fn time_never_runs_backwards_for_a_filter() {
     let mut filter = windowed(1000, ERROR, scaling());
     filter.add(b"late", START + 2 * SLOT, u64::MAX).unwrap();
