@@ -54,9 +54,10 @@ fn migration_field(conn: &mut Conn, field: &str) -> Option<String> {
 /// Three nodes: the source owns slots 0-8191, the target 8192-16383, and a replica follows the
 /// target.
 fn cluster() -> (Server, Server, Server) {
-    let servers: Vec<Server> = (0..3)
-        .map(|_| Server::with(Options::cluster_node()))
-        .collect();
+    // A node timeout of 15 s, not the harness's 1 s (made for failover tests): forking for the
+    // 69 MB snapshot on a busy 2-core machine must not get a node marked failing mid-move.
+    let node = Options::cluster_node().config("cluster-node-timeout", "15000");
+    let servers: Vec<Server> = (0..3).map(|_| Server::with(node.clone())).collect();
     let mut conns: Vec<Conn> = servers.iter().map(Server::conn).collect();
     let ok = Frame::ok();
     assert_eq!(
@@ -71,9 +72,18 @@ fn cluster() -> (Server, Server, Server) {
         let port = server.port.to_string();
         assert_eq!(conns[0].call(&["CLUSTER", "MEET", "127.0.0.1", &port]), ok);
     }
-    let known = |conn: &mut Conn| conn.call(&["CLUSTER", "NODES"]).text().lines().count() == 3;
+    // Every node knows every other by its own id (a node still in its handshake is listed under
+    // a made-up one, which CLUSTER REPLICATE does not know).
+    let ids: Vec<String> = conns
+        .iter_mut()
+        .map(|conn| conn.call(&["CLUSTER", "MYID"]).text())
+        .collect();
+    let known = |conn: &mut Conn| {
+        let nodes = conn.call(&["CLUSTER", "NODES"]).text();
+        nodes.lines().count() == 3 && ids.iter().all(|id| nodes.contains(id.as_str()))
+    };
     wait_for("the nodes to meet", 30, || conns.iter_mut().all(known));
-    let target_id = conns[1].call(&["CLUSTER", "MYID"]).text();
+    let target_id = ids[1].clone();
     assert_eq!(conns[2].call(&["CLUSTER", "REPLICATE", &target_id]), ok);
     let healthy = |conn: &mut Conn| {
         conn.call(&["CLUSTER", "INFO"])

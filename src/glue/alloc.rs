@@ -14,6 +14,7 @@
 //! are set, and only the edges are zeroed by hand. The allocator still charges the whole block, so
 //! `used_memory`, `MEMORY USAGE` and `maxmemory` count every byte of it.
 
+use super::aligned::{over_aligned, over_aligned_base, MIN_ALIGN};
 use redis_module::raw;
 use std::alloc::{GlobalAlloc, Layout};
 use std::os::raw::c_void;
@@ -21,12 +22,10 @@ use std::os::raw::c_void;
 /// Allocates through the Redis module API. Usable only once the module is loaded.
 pub struct RedisAllocator;
 
-/// Every layout is served by jemalloc size classes, which are aligned to their size's largest
-/// power-of-two divisor up to a page; padding the size to a multiple of the alignment is
-/// therefore enough to get an aligned block. Larger alignments (no type here asks for one) are
-/// refused, which Rust reports as an allocation failure rather than a misaligned block.
+/// The size to ask the server for a layout its blocks' own alignment serves, or `None` if the
+/// layout needs more (then [`over_aligned`] serves it).
 fn padded(layout: Layout) -> Option<usize> {
-    (layout.align() <= 4096).then(|| layout.size().next_multiple_of(layout.align()))
+    (layout.align() <= MIN_ALIGN).then(|| layout.size().next_multiple_of(layout.align()))
 }
 
 /// Blocks from this size up are zeroed by giving their pages back to the kernel; smaller ones
@@ -76,22 +75,23 @@ unsafe fn zero(block: *mut u8, size: usize) {
 
 // SAFETY (for every method): the Redis allocator functions are filled in by RedisModule_Init
 // before any Rust code of the module runs, and Redis calls module code only on threads where they
-// are valid. Sizes are padded to the alignment as explained on `padded`.
+// are valid. Layouts the server's blocks are aligned for are padded as explained on `padded`;
+// others go through `over_aligned`.
 unsafe impl GlobalAlloc for RedisAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let Some(size) = padded(layout) else {
-            return std::ptr::null_mut();
+            return over_aligned(layout, |size| server_alloc(size));
         };
-        match (raw::RedisModule_TryAlloc, raw::RedisModule_Alloc) {
-            (Some(try_alloc), _) => try_alloc(size).cast(),
-            (None, Some(alloc)) => alloc(size).cast(),
-            _ => std::ptr::null_mut(),
-        }
+        server_alloc(size)
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let Some(size) = padded(layout) else {
-            return std::ptr::null_mut();
+            let user = over_aligned(layout, |size| server_alloc(size));
+            if !user.is_null() {
+                zero(user, layout.size());
+            }
+            return user;
         };
         match (
             raw::RedisModule_TryCalloc,
@@ -114,7 +114,13 @@ unsafe impl GlobalAlloc for RedisAllocator {
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
         let Some(size) = padded(new_layout) else {
-            return std::ptr::null_mut();
+            // A new block, the bytes copied, the old one freed (as GlobalAlloc's default).
+            let user = self.alloc(new_layout);
+            if !user.is_null() {
+                std::ptr::copy_nonoverlapping(ptr, user, layout.size().min(new_size));
+                self.dealloc(ptr, layout);
+            }
+            return user;
         };
         match (raw::RedisModule_TryRealloc, raw::RedisModule_Realloc) {
             (Some(try_realloc), _) => try_realloc(ptr.cast::<c_void>(), size).cast(),
@@ -123,9 +129,27 @@ unsafe impl GlobalAlloc for RedisAllocator {
         }
     }
 
-    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        let block = if padded(layout).is_some() {
+            ptr
+        } else {
+            over_aligned_base(ptr)
+        };
         if let Some(free) = raw::RedisModule_Free {
-            free(ptr.cast::<c_void>());
+            free(block.cast::<c_void>());
         }
+    }
+}
+
+/// A block of `size` bytes from the server's allocator: `TryAlloc` where the server has it (a
+/// failure is a null pointer), `Alloc` otherwise.
+///
+/// # Safety
+/// The module API must be bound (see the impl's note).
+unsafe fn server_alloc(size: usize) -> *mut u8 {
+    match (raw::RedisModule_TryAlloc, raw::RedisModule_Alloc) {
+        (Some(try_alloc), _) => try_alloc(size).cast(),
+        (None, Some(alloc)) => alloc(size).cast(),
+        _ => std::ptr::null_mut(),
     }
 }

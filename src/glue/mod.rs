@@ -2,6 +2,7 @@
 //! dispatch, the per-call context with its replies, and key access. Every `unsafe` block of the
 //! command path lives here.
 
+pub mod aligned;
 #[cfg(not(any(test, feature = "standalone")))]
 pub mod alloc;
 pub mod background;
