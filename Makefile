@@ -31,7 +31,7 @@ help:
 	@echo '              Python tests; needs what run needs, plus $(TEST_PACKAGES), Node.js, and'
 	@echo '              downloads (Redis 8.2, Valkey 8.0 and 9.1, arm64 redis-server, pinned'
 	@echo '              clients) under target/'
-	@echo 'make check    the quick inner loop: formatting, clippy and unit tests'
+	@echo 'make check    the quick inner loop: formatting, clippy, import cycles, unit tests'
 	@echo 'make matrix   the server suites on Redis 8.2, Valkey 8.0 and Valkey 9.1 (downloaded'
 	@echo '              under target/)'
 	@echo 'make build    build $(MODULE) (needs what run needs)'
@@ -80,9 +80,11 @@ dist: deps-dist
 run: build
 	@scripts/run.sh
 
+# No import cycle between the modules of either crate (scripts/cycles.py).
 lint: deps
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	scripts/cycles.py src crates/filter/src
 
 unit: deps
 	cargo test --workspace --lib
@@ -91,6 +93,7 @@ unit: deps
 check: deps-run
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	scripts/cycles.py src crates/filter/src
 	cargo test --workspace --lib
 
 # A Python virtual environment with the pinned client libraries (for tests/clients.rs).

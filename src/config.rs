@@ -10,9 +10,9 @@
 //! | `bf.expansion-factor` | 2 | 1 to 32768 |
 //! | `bf.max-filter-bytes` | 1 GiB | 1 KiB and up |
 
-use crate::commands::{parse_capacity, parse_error_rate, parse_expansion};
 use crate::error::BfError;
 use crate::glue::guard::guarded;
+use crate::parse::{parse_capacity, parse_error_rate, parse_expansion};
 use bf_filter::MAX_EXPANSION;
 use redis_module::raw;
 use std::ffi::CStr;
@@ -27,68 +27,6 @@ static ERROR_RATE: AtomicU64 = AtomicU64::new(f64::to_bits(0.01));
 static INITIAL_SIZE: AtomicU64 = AtomicU64::new(100);
 static EXPANSION: AtomicU64 = AtomicU64::new(2);
 static MAX_FILTER_BYTES: AtomicU64 = AtomicU64::new(1 << 30);
-
-/// What a filter created or grown by one command may take: `bf.max-filter-bytes`, and what
-/// `maxmemory` leaves, if it is set.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SizeLimit {
-    max_filter_bytes: u64,
-    /// `maxmemory` and the memory used, when a maxmemory is set.
-    memory: Option<(u64, u64)>,
-    /// Bytes the filter already takes (counted in the memory used): growing it needs only what
-    /// it adds.
-    existing: u64,
-}
-
-impl SizeLimit {
-    /// The limit for a command of a client: the config, and the room under `maxmemory`.
-    pub fn new(memory: Option<(u64, u64)>) -> SizeLimit {
-        SizeLimit {
-            max_filter_bytes: max_filter_bytes(),
-            memory,
-            existing: 0,
-        }
-    }
-
-    /// The same limit for growing a filter that already takes `existing` bytes.
-    pub fn growing(self, existing: u64) -> SizeLimit {
-        SizeLimit { existing, ..self }
-    }
-
-    /// No limit: for commands from a primary or an AOF, which must apply as they did where they
-    /// were first run.
-    pub fn unlimited() -> SizeLimit {
-        SizeLimit {
-            max_filter_bytes: u64::MAX,
-            memory: None,
-            existing: 0,
-        }
-    }
-
-    /// The most bytes the filter may take in all.
-    pub fn bytes(&self) -> u64 {
-        let room = self.memory.map_or(u64::MAX, |(maxmemory, used)| {
-            self.existing.saturating_add(maxmemory.saturating_sub(used))
-        });
-        self.max_filter_bytes.min(room)
-    }
-
-    /// The error for a filter that would take `bytes` bytes in all, past the limit: the
-    /// config's, or maxmemory's if that is the bound it passed.
-    pub fn refusal(&self, bytes: u64) -> BfError {
-        match self.memory {
-            Some((maxmemory, used)) if bytes <= self.max_filter_bytes => BfError::OverMaxMemory {
-                bytes: bytes.saturating_sub(self.existing),
-                maxmemory,
-                used,
-            },
-            _ => BfError::TooLarge {
-                bytes,
-                limit: self.max_filter_bytes,
-            },
-        }
-    }
-}
 
 /// Parameters for filters created without explicit ones.
 #[derive(Debug, Clone, Copy, PartialEq)]

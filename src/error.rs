@@ -1,9 +1,9 @@
-//! Every error a command can answer, and its exact text on the wire.
+//! Every error a command can answer, and its exact text on the wire; and the size limit a
+//! command's filter is held to, with the error it produces.
 //!
 //! The `Display` of [`BfError`] is the reply line, code first (`ERR`, `WRONGTYPE`). Tests assert
 //! these texts literally; change one only together with its test and docs/commands.md.
 
-use crate::config::SizeLimit;
 use bf_filter::window::{MAX_WINDOW_SECONDS, MIN_WINDOWED_ERROR_RATE, MIN_WINDOW_SECONDS};
 use bf_filter::{sizing::MIN_ERROR_RATE, FilterError, MAX_EXPANSION};
 use std::fmt;
@@ -73,6 +73,69 @@ pub enum BfError {
     ChunkOutOfOrder { expected: u64 },
     /// A bug caught before it could take the server down.
     Internal,
+}
+
+/// What a filter created or grown by one command may take: `bf.max-filter-bytes`, and what
+/// `maxmemory` leaves, if it is set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SizeLimit {
+    max_filter_bytes: u64,
+    /// `maxmemory` and the memory used, when a maxmemory is set.
+    memory: Option<(u64, u64)>,
+    /// Bytes the filter already takes (counted in the memory used): growing it needs only what
+    /// it adds.
+    existing: u64,
+}
+
+impl SizeLimit {
+    /// The limit for a command of a client: `bf.max-filter-bytes`, and the room under
+    /// `maxmemory`.
+    pub fn new(max_filter_bytes: u64, memory: Option<(u64, u64)>) -> SizeLimit {
+        SizeLimit {
+            max_filter_bytes,
+            memory,
+            existing: 0,
+        }
+    }
+
+    /// The same limit for growing a filter that already takes `existing` bytes.
+    pub fn growing(self, existing: u64) -> SizeLimit {
+        SizeLimit { existing, ..self }
+    }
+
+    /// No limit: for commands from a primary or an AOF, which must apply as they did where they
+    /// were first run.
+    pub fn unlimited() -> SizeLimit {
+        SizeLimit {
+            max_filter_bytes: u64::MAX,
+            memory: None,
+            existing: 0,
+        }
+    }
+
+    /// The most bytes the filter may take in all.
+    pub fn bytes(&self) -> u64 {
+        let room = self.memory.map_or(u64::MAX, |(maxmemory, used)| {
+            self.existing.saturating_add(maxmemory.saturating_sub(used))
+        });
+        self.max_filter_bytes.min(room)
+    }
+
+    /// The error for a filter that would take `bytes` bytes in all, past the limit: the
+    /// config's, or maxmemory's if that is the bound it passed.
+    pub fn refusal(&self, bytes: u64) -> BfError {
+        match self.memory {
+            Some((maxmemory, used)) if bytes <= self.max_filter_bytes => BfError::OverMaxMemory {
+                bytes: bytes.saturating_sub(self.existing),
+                maxmemory,
+                used,
+            },
+            _ => BfError::TooLarge {
+                bytes,
+                limit: self.max_filter_bytes,
+            },
+        }
+    }
 }
 
 impl BfError {

@@ -11,6 +11,8 @@ mod error;
 #[cfg(any(test, feature = "standalone"))]
 pub mod fuzzing;
 mod glue;
+mod parse;
+mod size;
 mod stats;
 mod sweep;
 

@@ -4,7 +4,7 @@
 //! Filters are counted where they enter the keyspace (created by a command, loaded from RDB or
 //! RESTORE, copied) and where they leave it (freed, possibly on a lazy-free thread: hence atomics).
 
-use crate::datatype::memory_usage;
+use crate::size::memory_usage;
 use bf_filter::Filter;
 use redis_module::raw;
 use std::os::raw::c_int;

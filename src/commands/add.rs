@@ -5,11 +5,12 @@ use super::{
     creation_words, growth_of, in_use, is_option, once, parse_capacity, parse_error_rate,
     parse_expansion, parse_whole, parse_window, unknown, value_of, Args,
 };
-use crate::config::{self, SizeLimit};
-use crate::datatype::memory_usage;
+use crate::config;
 use crate::error::BfError;
+use crate::error::SizeLimit;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, Entry, FilterKey};
+use crate::size::memory_usage;
 use crate::stats;
 use bf_filter::window::{Window, Windowed, WindowedShape, MIN_WINDOWED_ERROR_RATE};
 use bf_filter::{Chain, Filter, FilterError, Growth};

@@ -1,10 +1,10 @@
 //! What a filter says about itself: `BF.INFO`, `BF.CARD` and `BF.DEBUG`.
 
 use super::{now, unknown, Args};
-use crate::datatype::memory_usage;
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
+use crate::size::memory_usage;
 use bf_filter::{Filter, Growth, Hashing, SubFilter};
 use std::ffi::CStr;
 

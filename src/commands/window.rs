@@ -15,12 +15,12 @@
 //! - After a write that made or dropped a part, the key is registered with the sweep
 //!   (`crate::sweep`), which drops what expires if nothing writes to the key again.
 
-use crate::datatype::memory_usage;
 use crate::error::BfError;
 use crate::glue::background::Background;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
 use crate::glue::Origin;
+use crate::size::memory_usage;
 use crate::{stats, sweep};
 use bf_filter::window::{Windowed, WindowedShape};
 use bf_filter::{Filter, FilterError};

@@ -1,10 +1,11 @@
 //! One command invocation: its arguments as bytes, its replies, its side effects (replication).
 //! The only place command code meets the reply half of the module API.
 
-use crate::commands::Args;
+use crate::parse::Args;
 
-use crate::config::SizeLimit;
+use crate::config;
 use crate::error::BfError;
+use crate::error::SizeLimit;
 use redis_module::raw;
 use std::cell::Cell;
 use std::ffi::{CStr, CString};
@@ -159,7 +160,7 @@ impl<'a> Call<'a> {
         if self.is_replay() {
             SizeLimit::unlimited()
         } else {
-            SizeLimit::new(self.memory())
+            SizeLimit::new(config::max_filter_bytes(), self.memory())
         }
     }
 

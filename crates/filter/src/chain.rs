@@ -10,8 +10,9 @@
 //! and counts the item only if none holds it.
 
 use crate::bits::BitStore;
+use crate::growth::RedisBloomOptions;
+pub use crate::growth::{Growth, MAX_EXPANSION};
 use crate::hash::{Hashing, ItemHash, Mixed, Plain, Plain32, Probing};
-use crate::redisbloom::RedisBloomOptions;
 use crate::sizing::{check_requested_error_rate, Shape};
 use crate::sub_filter::{storage_bits, SubFilter};
 use crate::FilterError;
@@ -32,31 +33,6 @@ const PREFETCH_PROBES: u32 = 16;
 /// the size of a core's L2 on the machines measured) and are not prefetched: the probes'
 /// arithmetic would cost more than it saves.
 const PREFETCH_MIN_BYTES: u64 = 1 << 20;
-
-/// The largest expansion factor (RedisBloom's bound).
-pub const MAX_EXPANSION: u16 = 32768;
-
-/// What happens when the newest sub-filter is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Growth {
-    /// Add a sub-filter `expansion` times the newest one's capacity (1 to [`MAX_EXPANSION`]).
-    /// (16 bits: with [`Format`], it keeps a [`Chain`] at 32 bytes, an allocator size class.)
-    Scaling { expansion: u16 },
-    /// Refuse new items (NONSCALING).
-    Fixed,
-}
-
-impl Growth {
-    /// A scaling growth, if `expansion` is in range.
-    pub fn scaling(expansion: u64) -> Result<Growth, FilterError> {
-        match u16::try_from(expansion) {
-            Ok(expansion) if (1..=MAX_EXPANSION).contains(&expansion) => {
-                Ok(Growth::Scaling { expansion })
-            }
-            _ => Err(FilterError::BadExpansion),
-        }
-    }
-}
 
 /// Where a chain's hashing and sizing come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,7 +117,7 @@ impl Chain {
     }
 
     /// A chain imported from RedisBloom, from sub-filters its caller checked one by one
-    /// (`redisbloom::check_link`). RedisBloom's own releases grew chains by different rules over
+    /// (`growth::check_link`). RedisBloom's own releases grew chains by different rules over
     /// the years, so the sub-filters are not checked against one another; a NONSCALING chain
     /// still has exactly one.
     pub(crate) fn imported(
@@ -303,7 +279,7 @@ impl Chain {
         let next = match self.format {
             Format::Native => next_shape(self.growth, self.newest().shape()),
             Format::RedisBloom(options) => {
-                crate::redisbloom::next_link(options, self.growth, self.newest().shape())
+                crate::growth::next_link(options, self.growth, self.newest().shape())
             }
         };
         let shape = next.map_err(|err| match err {

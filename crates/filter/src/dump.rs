@@ -66,8 +66,9 @@
 use crate::bits::MAX_PIECE_BYTES;
 use crate::chain::{check_successor, Format};
 use crate::filter::Filter;
+use crate::growth::{check_stored_link, RedisBloomOptions};
 use crate::reader::Reader;
-use crate::redisbloom::{check_stored_link, DumpHeader, RedisBloomOptions};
+use crate::redisbloom::DumpHeader;
 use crate::sub_filter::check_stored;
 use crate::window::{Generation, Outline, Part, Windowed, WindowedShape};
 use crate::{Chain, FilterError, Growth, Shape, SubFilter};

@@ -11,6 +11,7 @@ pub mod chain;
 pub mod dump;
 pub mod filter;
 pub mod fuzzing;
+pub mod growth;
 pub mod hash;
 mod reader;
 pub mod redisbloom;

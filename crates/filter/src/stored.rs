@@ -47,7 +47,7 @@
 
 use crate::bits::{piece_lengths, BitStore};
 use crate::chain::{check_successor, Format};
-use crate::redisbloom::{check_stored_link, RedisBloomOptions};
+use crate::growth::{check_stored_link, RedisBloomOptions};
 use crate::sub_filter::{check_stored, storage_bits};
 use crate::window::{Generation, Part, Rule, Window, Windowed, WindowedShape, MAX_GENERATIONS};
 use crate::{Chain, Filter, FilterError, Growth, Shape, SubFilter};

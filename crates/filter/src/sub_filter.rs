@@ -43,7 +43,7 @@ impl SubFilter {
     }
 
     /// A sub-filter of an imported chain rebuilt from parts its caller has checked
-    /// (`redisbloom::check_link`); the bit array must be [`storage_bits`] long.
+    /// (`growth::check_link`); the bit array must be [`storage_bits`] long.
     pub(crate) fn imported(
         shape: Shape,
         items: u64,
