@@ -135,7 +135,7 @@ integration: build clients dist
 	scripts/matrix.sh
 
 # The server matrix alone: the suites that touch server behaviour on Redis 8.2, Valkey 8.0 and
-# Valkey 9.1 (libc malloc), side by side (the whole suite runs on Debian's Redis 7.0 first).
+# Valkey 9.1 (libc malloc), one after the other (the whole suite runs on Redis 7.0 first).
 matrix: build clients
 	cargo test --workspace --tests --no-run
 	scripts/matrix.sh

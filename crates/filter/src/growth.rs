@@ -15,7 +15,8 @@ pub const MAX_EXPANSION: u16 = 32768;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Growth {
     /// Add a sub-filter `expansion` times the newest one's capacity (1 to [`MAX_EXPANSION`]).
-    /// (16 bits: with [`Format`], it keeps a [`Chain`] at 32 bytes, an allocator size class.)
+    /// (16 bits: with [`crate::Format`], it keeps a [`crate::Chain`] at 32 bytes, an allocator size
+    /// class.)
     Scaling { expansion: u16 },
     /// Refuse new items (NONSCALING).
     Fixed,

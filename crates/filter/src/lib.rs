@@ -1,7 +1,17 @@
-//! The Bloom filter behind redis-bf, with no Redis types in it: sizing ([`sizing`]), hashing and
-//! probe sequences ([`hash`]), the bit array ([`bits`]), one fixed-size filter ([`SubFilter`]) and
-//! the scaling chain a key holds ([`Chain`]), and reading RedisBloom's own formats
-//! ([`redisbloom`]).
+//! The Bloom filter behind redis-bf, with no Redis types in it. Its modules, in layers (each uses
+//! only those above it in this list; ARCHITECTURE.md draws the map):
+//!
+//! - [`sizing`]: bits and hash count for a capacity and an error rate; [`hash`]: an item's hash
+//!   and the probe sequences it expands into; [`bits`]: the bit array, in allocator-exact pieces.
+//! - [`sub_filter`]: one fixed-size filter ([`SubFilter`]).
+//! - [`growth`]: how chains grow ([`Growth`]), RedisBloom's rules for its chains included.
+//! - [`chain`]: the scaling chain ([`Chain`]) and its [`Format`].
+//! - [`window`]: windowed filters, which remember an item for a window of time.
+//! - [`filter`]: what a key holds ([`Filter`]: a chain or a windowed filter).
+//! - The formats, readers and writers: [`stored`] (the RDB field sequence), [`redisbloom`]
+//!   (RedisBloom's RDB and chunk layouts, read only), [`dump`] (SCANDUMP/LOADCHUNK chunks), and
+//!   `reader` (their fixed-width fields).
+//! - [`fuzzing`]: entry points for the fuzzers.
 //!
 //! Everything here is plain Rust, tested and benchmarked like any library; the module crate wraps
 //! it in commands, persistence and configuration.
