@@ -130,7 +130,9 @@ $(ARM64_DIR)/.installed: scripts/fetch-arm64.sh
 clients: $(VENV)/.installed $(NODE_DIR)/.installed $(VALKEY_DIR)/.installed $(SERVERS_DIR)/.installed \
 	$(ARM64_DIR)/.installed
 
-integration: build clients dist
+# The tarballs are built by the one test that checks them (tests/dist.rs runs scripts/dist.sh),
+# not again by every run.
+integration: build clients
 	cargo test --workspace --tests
 	scripts/matrix.sh
 
@@ -148,7 +150,7 @@ python-test: build
 # Every suite runs even when one fails, and make fails if any did: the whole Rust suite on
 # Debian's Redis 7.0, the server matrix (scripts/matrix.sh: the server suites again on Redis 8.2,
 # Valkey 8.0 and Valkey 9.1), the Python package's tests.
-test: lint build clients dist
+test: lint build clients
 	@status=0; \
 	cargo test --workspace --no-fail-fast || status=1; \
 	scripts/matrix.sh || status=1; \
