@@ -131,38 +131,12 @@ impl DumpHeader {
     /// Parses and checks the header chunk of a RedisBloom SCANDUMP, in any of its three layouts
     /// (told apart by length). Allocates nothing beyond one entry per 49 bytes of input.
     pub fn parse(bytes: &[u8]) -> Result<DumpHeader, FilterError> {
-        let count = bytes
-            .get(8..12)
-            .map(|raw| u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]) as usize)
-            .ok_or(FilterError::Corrupt(
-                "neither a redis-bf nor a RedisBloom dump header",
-            ))?;
-        let len =
-            |fixed: usize, link: usize| count.checked_mul(link).and_then(|n| n.checked_add(fixed));
-        // (has growth, 64-bit entries)
-        let (has_growth, wide_entries) = if Some(bytes.len()) == len(20, 53) {
-            (true, true)
-        } else if Some(bytes.len()) == len(20, 49) {
-            (true, false)
-        } else if Some(bytes.len()) == len(16, 49) {
-            (false, false)
-        } else if Some(bytes.len()) == len(36, 53) {
-            return Err(FilterError::Corrupt(
-                "RedisBloom's configurable hashing is not supported",
-            ));
-        } else {
-            return Err(FilterError::Corrupt(
-                "neither a redis-bf nor a RedisBloom dump header",
-            ));
-        };
-        if count == 0 {
-            return Err(FilterError::Corrupt("no sub-filters"));
-        }
+        let (count, layout) = Layout::of(bytes)?;
         let mut reader = Reader::new(bytes);
         let size = reader.u64()?;
         reader.u32()?;
         let options = RedisBloomOptions::new(u64::from(reader.u32()?))?;
-        let growth = if has_growth { reader.u32()? } else { 2 };
+        let growth = if layout.has_growth { reader.u32()? } else { 2 };
         let growth = options.growth(u64::from(growth))?;
         if growth == Growth::Fixed && count > 1 {
             return Err(FilterError::Corrupt(
@@ -172,33 +146,7 @@ impl DumpHeader {
         let mut links = Vec::with_capacity(count);
         let mut total = 0u64;
         for _ in 0..count {
-            let bytes = reader.u64()?;
-            let bits = reader.u64()?;
-            let items = reader.u64()?;
-            let error = reader.f64()?;
-            let bpe = reader.f64()?;
-            let hashes = reader.u32()?;
-            let entries = if wide_entries {
-                reader.u64()?
-            } else {
-                u64::from(reader.u32()?)
-            };
-            let n2 = reader.u8()?;
-            let link = Link {
-                entries,
-                error,
-                hashes: u64::from(hashes),
-                bpe: Some(bpe),
-                bits,
-                n2: u64::from(n2),
-                items,
-            };
-            let shape = check_link(options, &link)?;
-            if bytes != shape.bit_bytes() {
-                return Err(FilterError::Corrupt(
-                    "byte count does not match the bit count",
-                ));
-            }
+            let (shape, items) = read_link(&mut reader, options, layout)?;
             total = total
                 .checked_add(items)
                 .ok_or(FilterError::Corrupt("item count overflows"))?;
@@ -215,6 +163,85 @@ impl DumpHeader {
             links,
         })
     }
+}
+
+/// Which of RedisBloom's three header layouts a header is, told by its length.
+#[derive(Debug, Clone, Copy)]
+struct Layout {
+    /// The chain's growth follows the options (2.2 and later).
+    has_growth: bool,
+    /// Each sub-filter's capacity is 64 bits wide (2.4 and later).
+    wide_entries: bool,
+}
+
+impl Layout {
+    /// The sub-filter count a header declares, and its layout.
+    fn of(bytes: &[u8]) -> Result<(usize, Layout), FilterError> {
+        let neither = FilterError::Corrupt("neither a redis-bf nor a RedisBloom dump header");
+        let count = bytes
+            .get(8..12)
+            .map(|raw| u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]) as usize)
+            .ok_or(neither)?;
+        let len =
+            |fixed: usize, link: usize| count.checked_mul(link).and_then(|n| n.checked_add(fixed));
+        let layout = |has_growth, wide_entries| Layout {
+            has_growth,
+            wide_entries,
+        };
+        let layout = if Some(bytes.len()) == len(20, 53) {
+            layout(true, true)
+        } else if Some(bytes.len()) == len(20, 49) {
+            layout(true, false)
+        } else if Some(bytes.len()) == len(16, 49) {
+            layout(false, false)
+        } else if Some(bytes.len()) == len(36, 53) {
+            return Err(FilterError::Corrupt(
+                "RedisBloom's configurable hashing is not supported",
+            ));
+        } else {
+            return Err(neither);
+        };
+        if count == 0 {
+            return Err(FilterError::Corrupt("no sub-filters"));
+        }
+        Ok((count, layout))
+    }
+}
+
+/// Reads and checks one sub-filter's description: its shape and item count.
+fn read_link(
+    reader: &mut Reader<'_>,
+    options: RedisBloomOptions,
+    layout: Layout,
+) -> Result<(Shape, u64), FilterError> {
+    let bytes = reader.u64()?;
+    let bits = reader.u64()?;
+    let items = reader.u64()?;
+    let error = reader.f64()?;
+    let bpe = reader.f64()?;
+    let hashes = reader.u32()?;
+    let entries = if layout.wide_entries {
+        reader.u64()?
+    } else {
+        u64::from(reader.u32()?)
+    };
+    let n2 = reader.u8()?;
+    let link = Link {
+        entries,
+        error,
+        hashes: u64::from(hashes),
+        bpe: Some(bpe),
+        bits,
+        n2: u64::from(n2),
+        items,
+    };
+    let shape = check_link(options, &link)?;
+    if bytes != shape.bit_bytes() {
+        return Err(FilterError::Corrupt(
+            "byte count does not match the bit count",
+        ));
+    }
+    Ok((shape, items))
 }
 
 #[cfg(test)]
