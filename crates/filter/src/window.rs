@@ -42,7 +42,7 @@
 
 use crate::bits::BitStore;
 
-use crate::hash::{ItemHash, Mixed};
+use crate::hash::ItemHash;
 use crate::sizing::{Shape, MIN_ERROR_RATE};
 use crate::sub_filter::{storage_bits, SubFilter};
 use crate::FilterError;
@@ -330,42 +330,17 @@ impl Windowed {
 
     fn contains_hash(&self, hash: &ItemHash, now: u64) -> bool {
         // Newest first; expiry times only grow towards the newest, so the first expired part ends
-        // the search. The first probes of up to LOOKAHEAD parts are requested from memory before
-        // any is read: an item held in an older part is looked for in every newer one first, and
-        // those parts' cache misses then overlap instead of following one another.
-        const LOOKAHEAD: usize = 16;
-        let mut live = self.generations.iter().rev().flat_map(|generation| {
-            let parts = generation.parts.iter().enumerate().rev();
-            parts.map(move |(position, part)| (generation, position, part))
-        });
-        let mut ahead: [Option<(&Part, ItemHash)>; LOOKAHEAD] = [None; LOOKAHEAD];
-        let mut expired = false;
-        for slot in ahead.iter_mut() {
-            let Some((generation, position, part)) = live.next() else {
-                break;
-            };
-            if part.expires_at <= now {
-                expired = true;
-                break;
-            }
-            let part_hash = generation.part_hash(hash, position);
-            part.filter.prefetch_by::<Mixed>(&part_hash, 2);
-            *slot = Some((part, part_hash));
-        }
-        for (part, part_hash) in ahead.iter().map_while(|slot| slot.as_ref()) {
-            if part.filter.contains(part_hash) {
-                return true;
-            }
-        }
-        if expired {
-            return false;
-        }
-        for (generation, position, part) in live {
-            if part.expires_at <= now {
-                return false;
-            }
-            if part.filter.contains(&generation.part_hash(hash, position)) {
-                return true;
+        // the search. (Requesting every live part's first probes before reading any was tried:
+        // in cache it saves no miss and costs every part's hash, also for items found in the
+        // newest part; measured slower, see docs/performance.md.)
+        for generation in self.generations.iter().rev() {
+            for (position, part) in generation.parts.iter().enumerate().rev() {
+                if part.expires_at <= now {
+                    return false;
+                }
+                if part.filter.contains(&generation.part_hash(hash, position)) {
+                    return true;
+                }
             }
         }
         false
