@@ -16,8 +16,8 @@
 //! Everything here is plain Rust, tested and benchmarked like any library; the module crate wraps
 //! it in commands, persistence and configuration.
 
-// Every unsafe operation in its own block with a `// SAFETY:` line (the two prefetch hints of
-// `bits` are the only ones).
+// Every unsafe operation in its own block with a `// SAFETY:` line (in `bits`, the prefetch hint
+// and the zeroed allocation of a piece are the only ones).
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
