@@ -91,6 +91,7 @@ unit: deps
 
 # The quick inner loop: what lint and unit check, without the test dependencies.
 check: deps-run
+	@scripts/packages.sh python3
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	scripts/cycles.py src crates/filter/src

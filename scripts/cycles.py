@@ -15,8 +15,38 @@ import re
 import sys
 from pathlib import Path
 
-PATH = re.compile(r"\b(crate|super)((?:::[A-Za-z_][A-Za-z0-9_]*)+|::\{)")
-USE_GROUP = re.compile(r"\b(crate|super)::\{([^}]*)\}", re.S)
+ROOT = re.compile(r"\b(crate|super)::")
+TOKEN = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*|::|\{|\}|,|\*)")
+
+
+def use_tree(text: str, at: int):
+    """The paths of the use tree (or plain path) starting at `at`: `a::b::C`, `a::{b, c::{D, E}}`.
+    Returns (paths, end)."""
+    paths, prefix = [], []
+    while True:
+        token = TOKEN.match(text, at)
+        if not token:
+            return paths + ([prefix] if prefix else []), at
+        word = token.group(1)
+        if word == "{":
+            at = token.end()
+            while True:
+                inner, at = use_tree(text, at)
+                paths += [prefix + path for path in inner]
+                close = TOKEN.match(text, at)
+                if not close or close.group(1) == "}":
+                    return paths, close.end() if close else at
+                at = close.end()  # a comma
+        if word in ("::",):
+            at = token.end()
+            continue
+        if word in ("}", ",", "*"):
+            return paths + ([prefix] if prefix else []), at
+        # An identifier continues the path only right after `::` (or at the start).
+        if prefix and not text[:token.start()].rstrip().endswith("::"):
+            return paths + [prefix], at
+        prefix = prefix + [word]
+        at = token.end()
 
 
 def module_of(src: Path, file: Path) -> list:
@@ -25,6 +55,21 @@ def module_of(src: Path, file: Path) -> list:
     if parts[-1] in ("mod", "lib", "main"):
         parts = parts[:-1]
     return parts
+
+
+def reexports(src: Path, files: dict) -> dict:
+    """Names the crate root re-exports (`pub use a::b::{X, Y}`), to the module path of each."""
+    root = next((src / name for name in ("lib.rs", "main.rs") if (src / name).exists()), None)
+    if root is None:
+        return {}
+    text = strip_comments(root.read_text())
+    found = {}
+    for use in re.finditer(r"\bpub\s+use\s+", text):
+        for path in use_tree(text, use.end())[0]:
+            path = [part for part in path if part not in ("crate", "self")]
+            if len(path) >= 2 and tuple(path[:-1]) in files:
+                found[path[-1]] = path[:-1]
+    return found
 
 
 TESTS = re.compile(r"#\[cfg\(test\)\]\s*mod\s+\w+\s*\{")
@@ -38,36 +83,32 @@ def strip_comments(text: str) -> str:
     return "\n".join(line.split("//", 1)[0] for line in text.splitlines())
 
 
-def targets(src: Path, files: dict, module: list, text: str) -> set:
-    """The files `text` (of the file of `module`) names."""
-    paths = []
-    for root, group in USE_GROUP.findall(text):
-        for item in group.split(","):
-            item = item.strip()
-            if item:
-                paths.append((root, item.split("::")))
-    for root, rest in PATH.findall(text):
-        if rest != "::{":
-            paths.append((root, rest.strip(":").split("::")))
+def targets(src: Path, files: dict, names: dict, module: list, text: str) -> set:
+    """The files `text` (of the file of `module`) names, through `crate::` and `super::` paths
+    (nested groups too) and the crate root's re-exports (`crate::Chain` is chain.rs's)."""
     found = set()
-    for root, names in paths:
-        base = [] if root == "crate" else module[:-1]
-        full = base + [name for name in names if name not in ("self", "{")]
-        # The longest prefix that is a module of ours.
-        for length in range(len(full), 0 if root == "crate" else len(base) - 1, -1):
-            key = tuple(full[:length])
-            if key in files:
-                found.add(files[key])
-                break
+    for root in ROOT.finditer(text):
+        base = [] if root.group(1) == "crate" else module[:-1]
+        for names_in_path in use_tree(text, root.end())[0]:
+            full = base + [name for name in names_in_path if name != "self"]
+            if root.group(1) == "crate" and full and full[0] in names and (full[0],) not in files:
+                full = names[full[0]] + full[1:]
+            # The longest prefix that is a module of ours.
+            for length in range(len(full), 0, -1):
+                key = tuple(full[:length])
+                if key in files:
+                    found.add(files[key])
+                    break
     return found
 
 
 def cycles(src: Path) -> list:
     files = {tuple(module_of(src, f)): f for f in src.rglob("*.rs")}
+    names = reexports(src, files)
     graph = {}
     for key, file in files.items():
         text = strip_comments(file.read_text())
-        graph[file] = {t for t in targets(src, files, list(key), text) if t != file}
+        graph[file] = {t for t in targets(src, files, names, list(key), text) if t != file}
     # Tarjan's strongly connected components: every one of more than one file is a cycle.
     index, low, stack, on_stack, found = {}, {}, [], set(), []
     counter = [0]

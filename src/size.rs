@@ -3,14 +3,16 @@
 
 use bf_filter::Filter;
 
-/// What jemalloc, Redis's allocator, charges for a block of `len` bytes: its size class (8, then
-/// multiples of 16 up to 128, then four classes per doubling: 160, 192, 224, 256, 320, ...).
+/// What jemalloc with a 16-byte quantum charges for a block of `len` bytes: its size class (8,
+/// then multiples of 16 up to 128, then four classes per doubling: 160, 192, 224, 256, 320, ...).
 /// Filters are measured by this model rather than by asking the running allocator, so that `Size`
-/// and `MEMORY USAGE` are a function of the filter alone, the same on every server: on jemalloc
-/// (Redis's and Valkey's default) it is exactly what the allocator charges, and on a server built
-/// with libc malloc the allocator's own headers and page rounding (glibc: up to a page for a block
-/// it maps, a few bytes otherwise, and which one depends on the process's history) show in
-/// `used_memory` only.
+/// and `MEMORY USAGE` are a function of the filter alone, the same on every server. It is exactly
+/// what Debian's jemalloc charges (Redis 7.0 from Debian 12, Valkey 8.0 from its backports). The
+/// jemalloc that Redis and Valkey bundle in their own builds has an 8-byte quantum (classes 24, 40,
+/// 56 below 64 as well), so there it charges up to 8 bytes less for such a small block (a bit
+/// array's last piece, a bookkeeping array); a server built with libc malloc adds its own headers
+/// and page rounding (glibc: up to a page for a block it maps, a few bytes otherwise, depending on
+/// the process's history). Both show in `used_memory` only.
 pub const fn charged(len: usize) -> usize {
     if len == 0 {
         0
@@ -47,7 +49,7 @@ mod tests {
 
     #[test]
     fn blocks_are_charged_jemallocs_size_classes() {
-        // jemalloc's size classes (its manual's table). On Redis 7.0 (jemalloc 5.2.1), 120
+        // jemalloc's size classes (its manual's table). On Debian's Redis 7.0 (jemalloc 5.3.0), 120
         // filters of every shape gave the same Size by this model as by MallocSize (2026-11-24).
         let cases = [
             (0, 0),

@@ -4,10 +4,10 @@
 
 use std::alloc::Layout;
 
-/// The alignment every block of the server's allocator has: jemalloc's quantum, and glibc's and
-/// musl's `malloc` on 64-bit Linux (what Redis and Valkey build with: a server built with libc
-/// malloc uses the platform's `malloc` with no size prefix there, as it has `malloc_usable_size`).
-pub const MIN_ALIGN: usize = 16;
+/// The alignment every block of the server's allocator has, on every build: jemalloc's is at
+/// least 8 (Redis's bundled build has an 8-byte quantum), glibc's malloc 16, and a server built
+/// with libc malloc where its zmalloc keeps a size prefix (musl) hands out blocks 8 past malloc's.
+pub const MIN_ALIGN: usize = 8;
 
 /// Serves a layout aligned beyond [`MIN_ALIGN`] (no type of the module asks for one today, but
 /// jemalloc's size classes are no guarantee on every server): a block `align` bytes larger, whose
@@ -25,7 +25,7 @@ pub unsafe fn over_aligned(layout: Layout, alloc: impl FnOnce(usize) -> *mut u8)
     if base.is_null() {
         return base;
     }
-    // The first multiple of `align` past the word: at most `align` bytes in (align > 16 >= 8).
+    // The first multiple of `align` past the word: at most `align` bytes in (align > 8).
     let offset = layout.align() - (base as usize) % layout.align();
     let offset = if offset < std::mem::size_of::<usize>() {
         offset + layout.align()
@@ -34,7 +34,7 @@ pub unsafe fn over_aligned(layout: Layout, alloc: impl FnOnce(usize) -> *mut u8)
     };
     // SAFETY: `offset` <= `align`, and the block has `align` bytes more than the layout, so the
     // handed-out range and the word before it lie inside it; the word is aligned to 8 as both
-    // `base` (16) and `offset` (a multiple of 8 here) are.
+    // `base` (MIN_ALIGN) and `offset` (a multiple of 8 here) are.
     unsafe {
         let user = base.add(offset);
         user.cast::<usize>().sub(1).write(base as usize);
@@ -58,11 +58,11 @@ mod tests {
 
     #[test]
     fn over_aligned_blocks_are_aligned_writable_and_lead_back_to_their_base() {
-        for align in [32, 64, 256, 4096, 1 << 16] {
+        for align in [16, 32, 64, 256, 4096, 1 << 16] {
             for size in [1, 7, 64, 1000, 5000] {
                 let layout = Layout::from_size_align(size, align).unwrap();
                 let mut base = std::ptr::null_mut();
-                // SAFETY: System's blocks of 16-byte alignment stand for the server's.
+                // SAFETY: System's blocks of MIN_ALIGN alignment stand for the server's.
                 let user = unsafe {
                     over_aligned(layout, |size| {
                         base = System.alloc(Layout::from_size_align(size, MIN_ALIGN).unwrap());

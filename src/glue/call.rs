@@ -125,14 +125,13 @@ impl<'a> Call<'a> {
 
     /// True when the command comes from a primary, an AOF being loaded or (Valkey 9) the node a
     /// slot is being imported from: it must apply exactly as it did where it was first run,
-    /// whatever this server's own settings. The server's own answer where it has one
-    /// (`MustObeyClient`, Valkey 8.1+), else the context flags.
+    /// whatever this server's own settings. The context flags say it, and so does the server's
+    /// own answer where it has one (`MustObeyClient`, Valkey 8.1+).
     pub fn is_replay(&self) -> bool {
-        super::module::must_obey(self.ctx).unwrap_or_else(|| {
-            self.flags()
+        super::module::must_obey(self.ctx) == Some(true)
+            || self.flags()
                 & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING)
                 != 0
-        })
     }
 
     /// Notes one more reply, which is an element if an open array is being filled.

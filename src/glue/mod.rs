@@ -37,7 +37,7 @@ impl Origin {
         let replicated = flags & raw::REDISMODULE_CTX_FLAGS_REPLICATED != 0;
         let loading = flags & raw::REDISMODULE_CTX_FLAGS_LOADING != 0;
         match must_obey {
-            Some(false) => Origin::Client,
+            Some(false) if !loading => Origin::Client,
             None if !replicated && !loading => Origin::Client,
             _ if loading && !replicated => Origin::of_loading(flags),
             _ => Origin::Primary,

@@ -60,7 +60,7 @@ impl Flavor {
         self.valkey && self.version >= (9, 0, 0)
     }
 
-    /// The name INFO gives the server's version under (`redis_version`, `valkey_version`).
+    /// How a report names the server: "Valkey 9.1.2 (libc)".
     pub fn name(&self) -> String {
         let (major, minor, patch) = self.version;
         let product = if self.valkey { "Valkey" } else { "Redis" };

@@ -11,7 +11,7 @@
 //! - The formats, readers and writers: [`stored`] (the RDB field sequence), [`redisbloom`]
 //!   (RedisBloom's RDB and chunk layouts, read only), [`dump`] (SCANDUMP/LOADCHUNK chunks), and
 //!   `reader` (their fixed-width fields).
-//! - [`fuzzing`]: entry points for the fuzzers.
+//! - [`fuzzing`]: entry points for the fuzzers; [`doc_tables`]: the figures the docs quote.
 //!
 //! Everything here is plain Rust, tested and benchmarked like any library; the module crate wraps
 //! it in commands, persistence and configuration.
@@ -23,6 +23,7 @@
 
 pub mod bits;
 pub mod chain;
+pub mod doc_tables;
 pub mod dump;
 pub mod filter;
 pub mod fuzzing;

@@ -1,7 +1,7 @@
 //! The sizing table (docs/commands.md) and the partitioning example (docs/cluster.md) are the
 //! output of the sizing code, not typed by hand.
 
-use bf_filter::sizing::{markdown_table, TABLE_CAPACITIES, TABLE_ERRORS};
+use bf_filter::doc_tables::{markdown_table, TABLE_CAPACITIES, TABLE_ERRORS};
 
 #[test]
 fn the_documented_sizing_table_is_what_the_code_computes() {
@@ -16,7 +16,7 @@ fn the_documented_sizing_table_is_what_the_code_computes() {
 
 #[test]
 fn the_documented_partitioning_example_is_what_the_code_computes() {
-    use bf_filter::sizing::{partition_example, PARTITION_EXAMPLE};
+    use bf_filter::doc_tables::{partition_example, PARTITION_EXAMPLE};
     let readme = include_str!("../../../docs/cluster.md");
     let (items, partitions, headroom, error) = PARTITION_EXAMPLE;
     let example = partition_example(items, partitions, headroom, error);

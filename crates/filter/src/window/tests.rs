@@ -327,10 +327,9 @@ fn a_generation_loses_its_oldest_parts_first_and_keeps_its_probes() {
 }
 
 #[test]
-fn lookups_find_items_in_every_live_part_past_the_lookahead_and_none_expired() {
+fn lookups_find_items_in_every_one_of_twenty_live_parts_and_none_expired() {
     // Parts of 2 items (a sixth of 12), each part as big as the last (EXPANSION 1): 40 items in
-    // one slot, one every 100 ms, make 20 parts, more than a lookup requests ahead (16), so the
-    // oldest are asked one by one after the others.
+    // one slot, one every 100 ms, make 20 parts, each asked in turn, newest first.
     let mut filter = windowed(12, ERROR, Growth::Scaling { expansion: 1 });
     for i in 0..40 {
         filter
