@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{flavor, Conn, Frame, Options, Server};
+use common::{flavor, join_cluster, Conn, Frame, Options, Server};
 use redis::cluster::ClusterClient;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,32 +58,13 @@ fn cluster() -> (Server, Server, Server) {
     // 69 MB snapshot on a busy 2-core machine must not get a node marked failing mid-move.
     let node = Options::cluster_node().config("cluster-node-timeout", "15000");
     let servers: Vec<Server> = (0..3).map(|_| Server::with(node.clone())).collect();
+    join_cluster(
+        &servers,
+        &[Some(("0", "8191")), Some(("8192", "16383")), None],
+    );
     let mut conns: Vec<Conn> = servers.iter().map(Server::conn).collect();
     let ok = Frame::ok();
-    assert_eq!(
-        conns[0].call(&["CLUSTER", "ADDSLOTSRANGE", "0", "8191"]),
-        ok
-    );
-    assert_eq!(
-        conns[1].call(&["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"]),
-        ok
-    );
-    for server in &servers[1..] {
-        let port = server.port.to_string();
-        assert_eq!(conns[0].call(&["CLUSTER", "MEET", "127.0.0.1", &port]), ok);
-    }
-    // Every node knows every other by its own id (a node still in its handshake is listed under
-    // a made-up one, which CLUSTER REPLICATE does not know).
-    let ids: Vec<String> = conns
-        .iter_mut()
-        .map(|conn| conn.call(&["CLUSTER", "MYID"]).text())
-        .collect();
-    let known = |conn: &mut Conn| {
-        let nodes = conn.call(&["CLUSTER", "NODES"]).text();
-        nodes.lines().count() == 3 && ids.iter().all(|id| nodes.contains(id.as_str()))
-    };
-    wait_for("the nodes to meet", 30, || conns.iter_mut().all(known));
-    let target_id = ids[1].clone();
+    let target_id = conns[1].call(&["CLUSTER", "MYID"]).text();
     assert_eq!(conns[2].call(&["CLUSTER", "REPLICATE", &target_id]), ok);
     let healthy = |conn: &mut Conn| {
         conn.call(&["CLUSTER", "INFO"])

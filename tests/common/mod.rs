@@ -55,6 +55,17 @@ impl Flavor {
         self.valkey || self.version >= (7, 4, 0)
     }
 
+    /// The bytes `MEMORY USAGE` adds to a module value for its key (a short name): 32 on Redis
+    /// 7.0 and Valkey 8.0, 24 on Redis 8 and Valkey 9, which embed the key in its object.
+    pub fn key_bytes(&self) -> i64 {
+        let embeds = self.version >= if self.valkey { (9, 0, 0) } else { (8, 0, 0) };
+        if embeds {
+            24
+        } else {
+            32
+        }
+    }
+
     /// Atomic slot migration (`CLUSTER MIGRATESLOTS`): Valkey 9+.
     pub fn has_atomic_slot_migration(&self) -> bool {
         self.valkey && self.version >= (9, 0, 0)
@@ -827,33 +838,52 @@ pub fn bf_size(conn: &mut Conn, key: &str) -> i64 {
     conn.call(&["BF.INFO", key, "SIZE"]).items()[0].int()
 }
 
-/// A Redis Cluster of three primaries and no replica, the module on each: the first owns slots
-/// 0-5460, the second 5461-10922, the third 10923-16383. Returned once every node sees all three
-/// and says `cluster_state:ok`.
-pub fn three_primaries() -> [Server; 3] {
-    let servers = [(); 3].map(|_| Server::with(Options::cluster_node()));
-    let ranges = [("0", "5460"), ("5461", "10922"), ("10923", "16383")];
-    for (server, (first, last)) in servers.iter().zip(ranges) {
-        let reply = server
-            .conn()
-            .call(&["CLUSTER", "ADDSLOTSRANGE", first, last]);
-        assert_eq!(reply, Frame::ok(), "{first}-{last}");
+/// Joins `servers` (cluster nodes) into one cluster: server `i` takes the slot range `ranges[i]`
+/// (`None`: no slots), the first meets the others, and this returns once every node knows every
+/// other by its own id (a node still in its handshake is listed under a made-up one, which
+/// `CLUSTER REPLICATE` does not know) and the nodes that own slots say `cluster_state:ok`.
+pub fn join_cluster(servers: &[Server], ranges: &[Option<(&str, &str)>]) {
+    let mut conns: Vec<Conn> = servers.iter().map(Server::conn).collect();
+    for (conn, range) in conns.iter_mut().zip(ranges) {
+        if let Some((first, last)) = range {
+            let reply = conn.call(&["CLUSTER", "ADDSLOTSRANGE", first, last]);
+            assert_eq!(reply, Frame::ok(), "{first}-{last}");
+        }
     }
-    let mut conns = servers.each_ref().map(Server::conn);
     for server in &servers[1..] {
         let meet = ["CLUSTER", "MEET", "127.0.0.1", &server.port.to_string()];
         assert_eq!(conns[0].call(&meet), Frame::ok());
     }
-    let ready = |conn: &mut Conn| {
-        conn.call(&["CLUSTER", "INFO"])
-            .text()
-            .contains("cluster_state:ok")
-            && conn.call(&["CLUSTER", "NODES"]).text().lines().count() == 3
+    let ids: Vec<String> = conns
+        .iter_mut()
+        .map(|conn| conn.call(&["CLUSTER", "MYID"]).text())
+        .collect();
+    let ready = |(conn, range): (&mut Conn, &Option<(&str, &str)>)| {
+        let nodes = conn.call(&["CLUSTER", "NODES"]).text();
+        nodes.lines().count() == ids.len()
+            && ids.iter().all(|id| nodes.contains(id.as_str()))
+            && (range.is_none()
+                || conn
+                    .call(&["CLUSTER", "INFO"])
+                    .text()
+                    .contains("cluster_state:ok"))
     };
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !conns.iter_mut().all(ready) {
+    while !conns.iter_mut().zip(ranges).all(ready) {
         assert!(Instant::now() < deadline, "the cluster did not form");
         sleep(Duration::from_millis(50));
     }
+}
+
+/// A Redis Cluster of three primaries and no replica, the module on each: the first owns slots
+/// 0-5460, the second 5461-10922, the third 10923-16383 (see [`join_cluster`]).
+pub fn three_primaries() -> [Server; 3] {
+    let servers = [(); 3].map(|_| Server::with(Options::cluster_node()));
+    let ranges = [
+        Some(("0", "5460")),
+        Some(("5461", "10922")),
+        Some(("10923", "16383")),
+    ];
+    join_cluster(&servers, &ranges);
     servers
 }
