@@ -1,10 +1,8 @@
 //! The commands that add items: `BF.ADD`, `BF.MADD` and `BF.INSERT`. They share one executor:
 //! open the key, create the filter if the command may, add the items in order, reply, propagate.
 
-use super::{
-    creation_words, growth_of, in_use, is_option, once, parse_capacity, parse_error_rate,
-    parse_expansion, parse_whole, parse_window, unknown, value_of, Args,
-};
+use super::options::{End, Options, INSERT};
+use super::{creation_words, in_use, Args};
 use crate::config;
 use crate::error::BfError;
 use crate::error::SizeLimit;
@@ -14,6 +12,8 @@ use crate::size::memory_usage;
 use crate::stats;
 use bf_filter::window::{Window, Windowed, WindowedShape, MIN_WINDOWED_ERROR_RATE};
 use bf_filter::{Chain, Filter, FilterError, Growth};
+use std::cell::Cell;
+use std::ops::Range;
 
 /// How a command creates a missing filter.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -90,55 +90,17 @@ impl Insert {
     /// [WINDOW seconds] [AT milliseconds] ITEMS item...`; options the command leaves out come
     /// from `defaults`.
     pub fn parse<'a>(args: &impl Args<'a>, defaults: Creation) -> Result<Insert, BfError> {
-        let (mut capacity, mut error, mut expansion) = (None, None, None);
-        let (mut no_create, mut non_scaling, mut window, mut at) = (None, None, None, None);
-        let mut index = 2;
-        let first_item = loop {
-            if index >= args.len() {
-                return Err(BfError::MissingItems);
-            }
-            let token = args.get(index);
-            if is_option(token, "ITEMS") {
-                break index + 1;
-            } else if is_option(token, "CAPACITY") {
-                let value = parse_capacity(value_of(args, index, "CAPACITY")?)?;
-                once(&mut capacity, "CAPACITY", value)?;
-                index += 2;
-            } else if is_option(token, "ERROR") {
-                let value = parse_error_rate(value_of(args, index, "ERROR")?)?;
-                once(&mut error, "ERROR", value)?;
-                index += 2;
-            } else if is_option(token, "EXPANSION") {
-                let value = parse_expansion(value_of(args, index, "EXPANSION")?)?;
-                once(&mut expansion, "EXPANSION", value)?;
-                index += 2;
-            } else if is_option(token, "NOCREATE") {
-                once(&mut no_create, "NOCREATE", ())?;
-                index += 1;
-            } else if is_option(token, "NONSCALING") {
-                once(&mut non_scaling, "NONSCALING", ())?;
-                index += 1;
-            } else if is_option(token, "WINDOW") {
-                let value = parse_window(value_of(args, index, "WINDOW")?)?;
-                once(&mut window, "WINDOW", value)?;
-                index += 2;
-            } else if is_option(token, "AT") {
-                let value = parse_whole(value_of(args, index, "AT")?).ok_or(BfError::BadTime)?;
-                once(&mut at, "AT", value)?;
-                index += 2;
-            } else {
-                return Err(unknown(token));
-            }
-        };
+        let (options, items) = Options::parse(args, 2, INSERT, End::Keyword("ITEMS"))?;
+        let (first_item, window, at) = (items + 1, options.window, options.at);
         // With AT (a windowed write as its primary propagated it, never a client's), no items is
         // a change of time alone: expired generations dropped, the key's expiry set.
         if first_item >= args.len() && at.is_none() {
             return Err(BfError::MissingItems);
         }
-        let growth = growth_of(expansion, non_scaling, window.is_some(), defaults.growth)?;
+        let growth = options.growth(defaults.growth)?;
         let creation = Creation {
-            capacity: capacity.unwrap_or(defaults.capacity),
-            error: error.unwrap_or(defaults.error),
+            capacity: options.capacity.unwrap_or(defaults.capacity),
+            error: options.error.unwrap_or(defaults.error),
             growth,
             window,
         };
@@ -148,7 +110,7 @@ impl Insert {
             check_windowed_error_rate(creation.error)?;
         }
         Ok(Insert {
-            creation: no_create.is_none().then_some(creation),
+            creation: options.no_create.is_none().then_some(creation),
             first_item,
             at,
         })
@@ -164,75 +126,80 @@ enum Answer {
     Each,
 }
 
+/// What an add command asks: the filter it may create if the key is missing, the arguments that
+/// are its items, how it answers, and the time of a windowed write as its primary propagated it
+/// (accepted from a primary or the AOF only).
+struct Request {
+    creation: Option<Creation>,
+    items: Range<usize>,
+    answer: Answer,
+    at: Option<u64>,
+}
+
 /// BF.ADD key item
 pub fn add(call: &Call) -> Result<(), BfError> {
-    add_items(call, Some(Creation::defaults()), 2, Answer::One, None)
+    add_items(call, Request::of_items(call, Answer::One))
 }
 
 /// BF.MADD key item [item ...]
 pub fn madd(call: &Call) -> Result<(), BfError> {
-    add_items(call, Some(Creation::defaults()), 2, Answer::Each, None)
+    add_items(call, Request::of_items(call, Answer::Each))
 }
 
 /// BF.INSERT key [options] ITEMS item [item ...]
 pub fn insert(call: &Call) -> Result<(), BfError> {
-    let request = Insert::parse(&call.args(), Creation::defaults())?;
-    add_items(
-        call,
-        request.creation,
-        request.first_item,
-        Answer::Each,
-        request.at,
-    )
+    let insert = Insert::parse(&call.args(), Creation::defaults())?;
+    let request = Request {
+        creation: insert.creation,
+        items: insert.first_item..call.args().len(),
+        answer: Answer::Each,
+        at: insert.at,
+    };
+    add_items(call, request)
 }
 
-/// Adds the items from argument `first_item` on to the filter at argument 1. `at` is the time of
-/// a windowed write as its primary propagated it (accepted from a primary or the AOF only).
-fn add_items(
-    call: &Call,
-    creation: Option<Creation>,
-    first_item: usize,
-    answer: Answer,
-    at: Option<u64>,
-) -> Result<(), BfError> {
-    super::window::check_at(call, at)?;
+impl Request {
+    /// BF.ADD's and BF.MADD's: the items after the key, into a filter made with the defaults.
+    fn of_items(call: &Call, answer: Answer) -> Request {
+        Request {
+            creation: Some(Creation::defaults()),
+            items: 2..call.args().len(),
+            answer,
+            at: None,
+        }
+    }
+}
+
+/// Runs an add command on the filter at argument 1: opens or creates it, adds the items in order
+/// replying each answer, then propagates exactly what was applied.
+fn add_items(call: &Call, request: Request) -> Result<(), BfError> {
+    super::window::check_at(call, request.at)?;
     let mut key = FilterKey::open(call, 1, Access::Write);
     // A change of time alone (a replayed `BF.INSERT ... AT t ITEMS`, no item) creates nothing.
-    let creation = creation.filter(|_| first_item < call.args().len());
-    if creation.is_none() && first_item >= call.args().len() && key.filter()?.is_none() {
+    let creation = request.creation.filter(|_| !request.items.is_empty());
+    if request.items.is_empty() && key.filter()?.is_none() {
         call.reply_array(0);
         return Ok(());
     }
     let (filter, created) = open_or_create(call, &mut key, creation)?;
-    // Time matters to windowed filters only: the primary's clock, or the time it propagated.
-    let (windowed, legacy_expiry) = match filter {
-        Filter::Windowed(windowed) => (Some(*windowed.shape()), windowed.legacy_expiry()),
-        Filter::Chain(_) => (None, None),
-    };
-    let now = windowed.map_or(0, |shape| super::window::write_time(call, at, &shape));
-    let mut applied = apply(call, filter, first_item..call.args().len(), answer, now);
+    let time = WriteTime::of(call, filter, request.at);
+    let reply = Reply::new(call, request.answer);
+    let applied = apply(call, filter, request.items.clone(), time, &reply);
     // A filter this command created and no item could enter is not left behind.
-    if created.is_some() && applied.end == first_item {
+    if created.is_some() && applied.end == request.items.start {
         key.delete();
         return Err(applied.refused.unwrap_or(BfError::Internal));
     }
     let changed = applied.added_any || applied.dropped_parts;
-    let items = first_item..applied.end;
-    let outcome = match applied.refused.take() {
-        Some(err) if answer == Answer::One => Err(err),
-        Some(err) => {
-            applied.open(call, answer);
-            call.reply_error(&err);
-            Ok(())
-        }
-        None => Ok(()),
+    let outcome = reply.finish(applied.refused);
+    let done = Done {
+        created,
+        time,
+        applied: request.items.start..applied.end,
+        changed,
     };
-    if outcome.is_ok() && answer == Answer::Each {
-        applied.open(call, answer);
-        call.end_array();
-    }
-    propagate(call, created, windowed, now, items, changed);
-    super::window::drop_legacy_ttl(call, &mut key, legacy_expiry);
+    propagate(call, &done);
+    super::window::drop_legacy_ttl(call, &mut key, time.and_then(|time| time.legacy_expiry));
     if outcome.is_ok() && created.is_some() {
         call.notify(c"bf.reserve", 1);
     }
@@ -264,6 +231,86 @@ fn open_or_create<'k>(
     }
 }
 
+/// The time of a write to a windowed filter (the others have none): the primary's clock, or the
+/// time it propagated; with what the write needs to know of the filter around it.
+#[derive(Clone, Copy)]
+struct WriteTime {
+    now: u64,
+    shape: WindowedShape,
+    /// The expiry the first release gave the key, read before the write (see
+    /// `super::window::drop_legacy_ttl`).
+    legacy_expiry: Option<u64>,
+}
+
+impl WriteTime {
+    /// The write's time if `filter` is windowed.
+    fn of(call: &Call, filter: &Filter, at: Option<u64>) -> Option<WriteTime> {
+        let Filter::Windowed(windowed) = filter else {
+            return None;
+        };
+        let shape = *windowed.shape();
+        Some(WriteTime {
+            now: super::window::write_time(call, at, &shape),
+            shape,
+            legacy_expiry: windowed.legacy_expiry(),
+        })
+    }
+
+    /// The time the core's add and expiry take: the write's; a filter without a window has none
+    /// and reads no time (any value will do).
+    fn core_time(time: Option<WriteTime>) -> u64 {
+        time.map_or(0, |time| time.now)
+    }
+}
+
+/// An add command's reply, written as the items are applied.
+struct Reply<'c> {
+    call: &'c Call<'c>,
+    answer: Answer,
+    /// The reply array has been opened (it opens with its first element).
+    opened: Cell<bool>,
+}
+
+impl<'c> Reply<'c> {
+    fn new(call: &'c Call<'c>, answer: Answer) -> Reply<'c> {
+        Reply {
+            call,
+            answer,
+            opened: Cell::new(false),
+        }
+    }
+
+    /// One item's answer: 1 if it was added, 0 if it may have been there already.
+    fn item(&self, added: bool) {
+        self.open();
+        self.call.reply_bool(added);
+    }
+
+    /// Opens the reply array of a command that answers each item, once.
+    fn open(&self) {
+        if self.answer == Answer::Each && !self.opened.replace(true) {
+            self.call.reply_array_open();
+        }
+    }
+
+    /// Ends the reply. An error that stopped the command is the whole reply of one that answers
+    /// one item (returned, for the command to reply), and the last element of the others' array.
+    fn finish(&self, refused: Option<BfError>) -> Result<(), BfError> {
+        match (self.answer, refused) {
+            (Answer::One, Some(err)) => return Err(err),
+            (Answer::One, None) => return Ok(()),
+            (Answer::Each, refused) => {
+                self.open();
+                if let Some(err) = refused {
+                    self.call.reply_error(&err);
+                }
+            }
+        }
+        self.call.end_array();
+        Ok(())
+    }
+}
+
 /// What adding a command's items did.
 struct Applied {
     /// Items before this argument were applied; an error stopped the command there.
@@ -272,40 +319,19 @@ struct Applied {
     added_any: bool,
     /// A windowed filter dropped expired parts first.
     dropped_parts: bool,
-    /// The reply array has been opened (it opens with its first element).
-    opened: std::cell::Cell<bool>,
 }
 
-impl Applied {
-    /// Nothing applied yet, from argument `first_item` on.
-    fn new(first_item: usize) -> Applied {
-        Applied {
-            end: first_item,
-            refused: None,
-            added_any: false,
-            dropped_parts: false,
-            opened: std::cell::Cell::new(false),
-        }
-    }
-
-    /// Opens the reply array of a command that answers each item, once.
-    fn open(&self, call: &Call, answer: Answer) {
-        if answer == Answer::Each && !self.opened.replace(true) {
-            call.reply_array_open();
-        }
-    }
-}
-
-/// Adds the items at `items` at `now`, replying each answer as it comes, and keeps the module's
+/// Adds the items at `items` at `time`, replying each answer as it comes, and keeps the module's
 /// counters and the sweep up to date.
 fn apply(
     call: &Call,
     filter: &mut Filter,
-    items: std::ops::Range<usize>,
-    answer: Answer,
-    now: u64,
+    items: Range<usize>,
+    time: Option<WriteTime>,
+    reply: &Reply,
 ) -> Applied {
     let args = call.args();
+    let now = WriteTime::core_time(time);
     // Growth (and, for a windowed filter, dropping what expired) are the only changes of size,
     // and growth the only thing the size limit bounds: ask for the limit and measure the bytes
     // before only when they may come (both cost on the hot path).
@@ -318,15 +344,17 @@ fn apply(
     let bytes_before = (may_grow || filter.has_expired(now)).then(|| memory_usage(filter));
     let expired = filter.expire(now);
     stats::generations_expired(expired.generations);
-    let mut applied = Applied::new(items.start);
-    applied.dropped_parts = expired.parts > 0;
-    let mut index = items.start;
-    let mut answer_one = |result: Result<bool, FilterError>| match result {
+    let mut applied = Applied {
+        end: items.start,
+        refused: None,
+        added_any: false,
+        dropped_parts: expired.parts > 0,
+    };
+    let mut take = |result: Result<bool, FilterError>| match result {
         Ok(added) => {
             applied.added_any |= added;
-            applied.open(call, answer);
-            call.reply_bool(added);
-            index += 1;
+            reply.item(added);
+            applied.end += 1;
             true
         }
         Err(err) => {
@@ -334,56 +362,60 @@ fn apply(
             false
         }
     };
-    let first = items.start;
     if items.len() == 1 {
         // One item has nothing to batch: no group buffer.
-        answer_one(filter.add(args.get(first), now, limit.bytes()));
+        take(filter.add(args.get(items.start), now, limit.bytes()));
     } else {
-        filter.add_many(items.map(|i| args.get(i)), now, limit.bytes(), answer_one);
+        let each = items.clone().map(|i| args.get(i));
+        filter.add_many(each, now, limit.bytes(), take);
     }
-    applied.end = index;
     if let Some(before) = bytes_before {
         stats::filter_resized(before, filter);
     }
     if may_grow || applied.dropped_parts {
         super::window::register(call, filter);
     }
-    stats::items_added(applied.end - first);
+    stats::items_added(applied.end - items.start);
     applied
 }
 
-/// Propagates exactly what was applied (the items of `applied`): a replica never refuses what
-/// its primary accepted (it skips the size limit), so items after an error must not reach it. A
-/// command that created its filter is propagated as a BF.INSERT with every parameter spelled out,
-/// so a replica or an AOF replay builds the same filter whatever its own defaults; a windowed
-/// write also carries its time (`AT`, see `super::window`); a write that changed nothing is not
-/// propagated.
-fn propagate(
-    call: &Call,
+/// What an add command did, as propagation needs it.
+struct Done {
+    /// The filter it created, if it did.
     created: Option<Creation>,
-    windowed: Option<WindowedShape>,
-    now: u64,
-    applied: std::ops::Range<usize>,
+    time: Option<WriteTime>,
+    /// The arguments of the items it applied.
+    applied: Range<usize>,
+    /// It added an item or dropped expired parts.
     changed: bool,
-) {
-    let all = applied.end == call.args().len();
-    let words = match (created, windowed) {
-        (_, Some(shape)) if changed || created.is_some() => super::window::time_change(&shape, now),
+}
+
+/// Propagates exactly what was applied: a replica never refuses what its primary accepted (it
+/// skips the size limit), so items after an error must not reach it. A command that created its
+/// filter is propagated as a BF.INSERT with every parameter spelled out, so a replica or an AOF
+/// replay builds the same filter whatever its own defaults; a windowed write also carries its
+/// time (`AT`, see `super::window`); a write that changed nothing is not propagated.
+fn propagate(call: &Call, done: &Done) {
+    let all = done.applied.end == call.args().len();
+    let words = match (done.created, done.time) {
+        (_, Some(time)) if done.changed || done.created.is_some() => {
+            super::window::time_change(&time.shape, time.now)
+        }
         (Some(creation), None) => {
             let mut words = creation.words();
             words.push("ITEMS".to_string());
             words
         }
-        (None, None) if changed && all => return call.replicate_verbatim(),
-        (None, None) if changed => {
+        (None, None) if done.changed && all => return call.replicate_verbatim(),
+        (None, None) if done.changed => {
             let key = call.args().get(1);
-            return call.replicate(c"BF.MADD", &[key], applied);
+            return call.replicate(c"BF.MADD", &[key], done.applied.clone());
         }
         _ => return,
     };
     let mut made: Vec<&[u8]> = vec![call.args().get(1)];
     made.extend(words.iter().map(|word| word.as_bytes()));
-    call.replicate(c"BF.INSERT", &made, applied);
+    call.replicate(c"BF.INSERT", &made, done.applied.clone());
 }
 
 #[cfg(test)]

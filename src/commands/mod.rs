@@ -6,37 +6,19 @@ pub mod docs;
 pub mod dump;
 pub mod exists;
 pub mod info;
+pub mod options;
 pub mod reserve;
 pub mod window;
 
 use crate::error::BfError;
 use crate::glue::call::Call;
-use bf_filter::window::{Window, DEFAULT_EXPANSION};
+use bf_filter::window::Window;
 use bf_filter::{Filter, Growth};
 
 pub use crate::parse::{
     is_option, once, parse_capacity, parse_error_rate, parse_expansion, parse_whole, parse_window,
     unknown, value_of, Args,
 };
-
-/// The growth that `EXPANSION n` and `NONSCALING` (each given or not) ask for: when neither is
-/// given, `default` for a filter that remembers every item, or the windowed filters' own default.
-pub fn growth_of(
-    expansion: Option<u16>,
-    non_scaling: Option<()>,
-    windowed: bool,
-    default: Growth,
-) -> Result<Growth, BfError> {
-    match (expansion, non_scaling) {
-        (Some(_), Some(())) => Err(BfError::ExpansionWithNonScaling),
-        (_, Some(())) => Ok(Growth::Fixed),
-        (Some(expansion), None) => Ok(Growth::Scaling { expansion }),
-        (None, None) if windowed => Ok(Growth::Scaling {
-            expansion: DEFAULT_EXPANSION,
-        }),
-        (None, None) => Ok(default),
-    }
-}
 
 /// The arguments that spell out a growth in a propagated command: `EXPANSION n` or `NONSCALING`.
 pub fn growth_words(growth: Growth) -> Vec<String> {

@@ -2,10 +2,8 @@
 //! empty filter.
 
 use super::add::{check_windowed_error_rate, Creation};
-use super::{
-    growth_of, is_option, once, parse_capacity, parse_error_rate, parse_expansion, parse_window,
-    unknown, value_of, Args,
-};
+use super::options::{End, Options, RESERVE};
+use super::{parse_capacity, parse_error_rate, Args};
 use crate::config;
 use crate::error::BfError;
 use crate::glue::call::Call;
@@ -28,29 +26,12 @@ impl Reserve {
     pub fn parse<'a>(args: &impl Args<'a>, default_expansion: u16) -> Result<Reserve, BfError> {
         let error = parse_error_rate(args.get(2))?;
         let capacity = parse_capacity(args.get(3))?;
-        let (mut expansion, mut non_scaling, mut window) = (None, None, None);
-        let mut index = 4;
-        while index < args.len() {
-            let token = args.get(index);
-            if is_option(token, "EXPANSION") {
-                let value = parse_expansion(value_of(args, index, "EXPANSION")?)?;
-                once(&mut expansion, "EXPANSION", value)?;
-                index += 2;
-            } else if is_option(token, "NONSCALING") {
-                once(&mut non_scaling, "NONSCALING", ())?;
-                index += 1;
-            } else if is_option(token, "WINDOW") {
-                let value = parse_window(value_of(args, index, "WINDOW")?)?;
-                once(&mut window, "WINDOW", value)?;
-                index += 2;
-            } else {
-                return Err(unknown(token));
-            }
-        }
+        let (options, _) = Options::parse(args, 4, RESERVE, End::Last)?;
         let default = Growth::Scaling {
             expansion: default_expansion,
         };
-        let growth = growth_of(expansion, non_scaling, window.is_some(), default)?;
+        let growth = options.growth(default)?;
+        let window = options.window;
         if window.is_some() {
             check_windowed_error_rate(error)?;
         }
