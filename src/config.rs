@@ -11,14 +11,10 @@
 //! | `bf.max-filter-bytes` | 1 GiB | 1 KiB and up |
 
 use crate::error::BfError;
-use crate::glue::guard::guarded;
 use crate::parse::{parse_capacity, parse_error_rate, parse_expansion};
 use bf_filter::MAX_EXPANSION;
-use redis_module::raw;
 use std::ffi::CStr;
-use std::os::raw::{c_char, c_int, c_longlong, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
 
 /// The smallest accepted `bf.max-filter-bytes`.
 pub const MIN_FILTER_BYTES_LIMIT: u64 = 1024;
@@ -171,150 +167,55 @@ pub fn apply_load_arguments(args: &[&[u8]]) -> Result<(), String> {
     Ok(())
 }
 
-/// The text `bf.error-rate` reads back as, kept alive for the server (which copies it).
-struct ErrorRateText(*mut raw::RedisModuleString);
-
-// SAFETY: config callbacks run on the server's main thread only; the mutex orders them anyway.
-unsafe impl Send for ErrorRateText {}
-
-static ERROR_RATE_TEXT: Mutex<Option<ErrorRateText>> = Mutex::new(None);
-
-unsafe extern "C" fn get_error_rate(
-    _name: *const c_char,
-    _privdata: *mut c_void,
-) -> *mut raw::RedisModuleString {
-    let mut text = ERROR_RATE_TEXT.lock().unwrap_or_else(|e| e.into_inner());
-    // Debug formatting: the shortest text that reads back exactly, with an exponent when small.
-    let value = format!("{:?}", f64::from_bits(ERROR_RATE.load(Ordering::Relaxed)));
-    if let Some(old) = text.take() {
-        raw::RedisModule_FreeString.unwrap()(std::ptr::null_mut(), old.0);
-    }
-    let fresh = raw::RedisModule_CreateString.unwrap()(
-        std::ptr::null_mut(),
-        value.as_ptr().cast::<c_char>(),
-        value.len(),
-    );
-    *text = Some(ErrorRateText(fresh));
-    fresh
+/// A numeric config as the server registers it: its name after `bf.`, where its value lives, its
+/// range, and whether the server reads it as a memory size (`1mb`).
+pub struct Numeric {
+    pub name: &'static CStr,
+    pub value: &'static AtomicU64,
+    pub memory: bool,
+    pub min: i64,
+    pub max: i64,
 }
 
-/// Hands the server an error message for a refused CONFIG SET (it frees the string).
-unsafe fn refuse(err: *mut *mut raw::RedisModuleString, message: &str) -> c_int {
-    if !err.is_null() {
-        *err = raw::RedisModule_CreateString.unwrap()(
-            std::ptr::null_mut(),
-            message.as_ptr().cast::<c_char>(),
-            message.len(),
-        );
-    }
-    raw::REDISMODULE_ERR as c_int
+/// The numeric configs: `bf.initial-size`, `bf.expansion-factor`, `bf.max-filter-bytes`.
+pub fn numeric() -> [Numeric; 3] {
+    [
+        Numeric {
+            name: c"initial-size",
+            value: &INITIAL_SIZE,
+            memory: false,
+            min: 1,
+            max: i64::MAX,
+        },
+        Numeric {
+            name: c"expansion-factor",
+            value: &EXPANSION,
+            memory: false,
+            min: 1,
+            max: i64::from(MAX_EXPANSION),
+        },
+        Numeric {
+            name: c"max-filter-bytes",
+            value: &MAX_FILTER_BYTES,
+            memory: true,
+            min: MIN_FILTER_BYTES_LIMIT as i64,
+            max: i64::MAX,
+        },
+    ]
 }
 
-unsafe extern "C" fn set_error_rate(
-    _name: *const c_char,
-    value: *mut raw::RedisModuleString,
-    _privdata: *mut c_void,
-    err: *mut *mut raw::RedisModuleString,
-) -> c_int {
-    let mut len = 0;
-    let ptr = raw::RedisModule_StringPtrLen.unwrap()(value, &mut len);
-    let bytes = std::slice::from_raw_parts(ptr.cast::<u8>(), len);
-    let set = guarded(
-        std::ptr::null_mut(),
-        "CONFIG SET bf.error-rate",
-        || Err("internal error (see the log)".into()),
-        || Setting::ErrorRate.set(bytes, Setting::ErrorRate.config_name()),
-    );
-    match set {
-        Ok(()) => raw::REDISMODULE_OK as c_int,
-        Err(why) => refuse(err, &why),
-    }
+/// The name of the one string config (an error rate is not an integer), after `bf.`.
+pub const ERROR_RATE_NAME: &CStr = c"error-rate";
+
+/// The text `bf.error-rate` reads as: the shortest that reads back exactly (Debug formatting,
+/// with an exponent when small).
+pub fn error_rate_text() -> String {
+    format!("{:?}", f64::from_bits(ERROR_RATE.load(Ordering::Relaxed)))
 }
 
-unsafe extern "C" fn get_numeric(_name: *const c_char, privdata: *mut c_void) -> c_longlong {
-    (*privdata.cast::<AtomicU64>()).load(Ordering::Relaxed) as c_longlong
-}
-
-unsafe extern "C" fn set_numeric(
-    _name: *const c_char,
-    value: c_longlong,
-    privdata: *mut c_void,
-    _err: *mut *mut raw::RedisModuleString,
-) -> c_int {
-    // The server checked the range registered below before calling.
-    (*privdata.cast::<AtomicU64>()).store(value as u64, Ordering::Relaxed);
-    raw::REDISMODULE_OK as c_int
-}
-
-/// Registers the configs with their current values as defaults, then lets the server apply what
-/// its config file says about them.
-pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
-    let numeric: [(&CStr, &AtomicU64, u32, i64, i64); 3] = [
-        (
-            c"initial-size",
-            &INITIAL_SIZE,
-            raw::REDISMODULE_CONFIG_DEFAULT,
-            1,
-            i64::MAX,
-        ),
-        (
-            c"expansion-factor",
-            &EXPANSION,
-            raw::REDISMODULE_CONFIG_DEFAULT,
-            1,
-            32768,
-        ),
-        (
-            c"max-filter-bytes",
-            &MAX_FILTER_BYTES,
-            raw::REDISMODULE_CONFIG_MEMORY,
-            MIN_FILTER_BYTES_LIMIT as i64,
-            i64::MAX,
-        ),
-    ];
-    let default_error = std::ffi::CString::new(format!("{:?}", defaults().error))
-        .map_err(|_| "bad default error rate")?;
-    // SAFETY: a load-time context; names and defaults are NUL-terminated; the callbacks match
-    // the server's signatures; privdata points to statics that live as long as the module.
-    unsafe {
-        let registered = raw::RedisModule_RegisterStringConfig.unwrap()(
-            ctx,
-            c"error-rate".as_ptr(),
-            default_error.as_ptr(),
-            raw::REDISMODULE_CONFIG_DEFAULT,
-            Some(get_error_rate),
-            Some(set_error_rate),
-            None,
-            std::ptr::null_mut(),
-        );
-        if registered != raw::REDISMODULE_OK as c_int {
-            return Err("could not register config bf.error-rate".into());
-        }
-        for (name, value, flags, min, max) in numeric {
-            let registered = raw::RedisModule_RegisterNumericConfig.unwrap()(
-                ctx,
-                name.as_ptr(),
-                value.load(Ordering::Relaxed) as c_longlong,
-                flags,
-                min,
-                max,
-                Some(get_numeric),
-                Some(set_numeric),
-                None,
-                (value as *const AtomicU64).cast_mut().cast::<c_void>(),
-            );
-            if registered != raw::REDISMODULE_OK as c_int {
-                return Err(format!(
-                    "could not register config bf.{}",
-                    name.to_string_lossy()
-                ));
-            }
-        }
-        if raw::RedisModule_LoadConfigs.unwrap()(ctx) != raw::REDISMODULE_OK as c_int {
-            return Err("a bf.* value in the server's configuration was refused".into());
-        }
-    }
-    Ok(())
+/// `CONFIG SET bf.error-rate`: checks the value and stores it, or says why not.
+pub fn set_error_rate(value: &[u8]) -> Result<(), String> {
+    Setting::ErrorRate.set(value, Setting::ErrorRate.config_name())
 }
 
 #[cfg(test)]

@@ -2,7 +2,11 @@
 //!
 //! This file is registration only: the module's name and version, its data type, and its
 //! commands with their flags, arity and key access, and its configs. The filter itself is the `bf-filter` crate;
-//! commands live in [`commands`], persistence in [`datatype`], settings in [`config`].
+//! commands live in [`commands`], persistence in [`datatype`], settings in [`config`], and
+//! everything that touches the server's API in [`glue`].
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod commands;
 mod config;
@@ -17,8 +21,8 @@ mod stats;
 mod sweep;
 
 use commands::docs;
-use datatype::BLOOM_TYPE;
 use glue::command::{dispatch, Command, KeyUse};
+use glue::datatype::BLOOM_TYPE;
 
 /// The module version Redis reports: MAJOR * 10000 + MINOR * 100 + PATCH of the crate version.
 const MODULE_VERSION: i32 = version_number();
@@ -92,17 +96,11 @@ const COMMANDS: &[Command] = &[
 /// Sets the module up once the server knows it: load arguments and configs, the INFO section,
 /// the commands. A refusal is logged once, with its reason, and the module does not load.
 fn init(ctx: *mut redis_module::raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(), String> {
-    datatype::remember_raw_type();
+    glue::datatype::remember_raw_type();
     config::apply_load_arguments(args)?;
-    config::register(ctx)?;
-    // SAFETY: a valid load-time context (see glue::module::options for the options).
-    unsafe {
-        redis_module::raw::RedisModule_SetModuleOptions.unwrap()(ctx, glue::module::options());
-    }
-    // SAFETY: a valid load-time context and a callback of the expected signature.
-    unsafe {
-        redis_module::raw::RedisModule_RegisterInfoFunc.unwrap()(ctx, Some(stats::info));
-    }
+    glue::config::register(ctx)?;
+    glue::module::set_options(ctx);
+    glue::info::register(ctx);
     glue::command::register(ctx, COMMANDS)?;
     glue::background::subscribe(ctx, &BACKGROUND)
 }
@@ -141,5 +139,6 @@ pub unsafe extern "C" fn RedisModule_OnLoad(
     argv: *mut *mut redis_module::raw::RedisModuleString,
     argc: std::os::raw::c_int,
 ) -> std::os::raw::c_int {
-    glue::module::load(ctx, argv, argc, &IDENTITY, init)
+    // SAFETY: what the server passed to this entry point (its contract).
+    unsafe { glue::module::load(ctx, argv, argc, &IDENTITY, init) }
 }

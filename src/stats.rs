@@ -6,8 +6,6 @@
 
 use crate::size::memory_usage;
 use bf_filter::Filter;
-use redis_module::raw;
-use std::os::raw::c_int;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 static FILTERS: AtomicI64 = AtomicI64::new(0);
@@ -82,15 +80,12 @@ pub fn error_replied() {
     count_up(&ERRORS, 1);
 }
 
-/// The INFO callback: section `bf`, fields `bf_filters`, `bf_windowed_filters`, `bf_bytes`,
-/// `bf_adds`, `bf_lookups`, `bf_errors`, `bf_expired_generations`, `bf_sweep_keys` (windowed keys
-/// the sweep watches) and `bf_swept_parts` (parts of idle filters it dropped).
-pub extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) {
-    crate::glue::guard::guarded(std::ptr::null_mut(), "INFO", || (), || add_info(ctx));
-}
-
-fn add_info(ctx: *mut raw::RedisModuleInfoCtx) {
-    let fields: [(&std::ffi::CStr, i64); 9] = [
+/// What INFO shows, section `bf` (the server prefixes each name with it): `bf_filters`,
+/// `bf_windowed_filters`, `bf_bytes`, `bf_adds`, `bf_lookups`, `bf_errors`,
+/// `bf_expired_generations`, `bf_sweep_keys` (windowed keys the sweep watches) and
+/// `bf_swept_parts` (parts of idle filters it dropped).
+pub fn fields() -> [(&'static std::ffi::CStr, i64); 9] {
+    [
         (c"filters", FILTERS.load(Ordering::Relaxed)),
         (c"windowed_filters", WINDOWED.load(Ordering::Relaxed)),
         (c"bytes", BYTES.load(Ordering::Relaxed)),
@@ -103,13 +98,5 @@ fn add_info(ctx: *mut raw::RedisModuleInfoCtx) {
         ),
         (c"sweep_keys", SWEEP_KEYS.load(Ordering::Relaxed) as i64),
         (c"swept_parts", SWEPT_PARTS.load(Ordering::Relaxed) as i64),
-    ];
-    // SAFETY: the server's INFO context; an empty section name means the module's own section,
-    // and field names are prefixed with the module name by the server.
-    unsafe {
-        raw::RedisModule_InfoAddSection.unwrap()(ctx, c"".as_ptr());
-        for (name, value) in fields {
-            raw::RedisModule_InfoAddFieldLongLong.unwrap()(ctx, name.as_ptr(), value);
-        }
-    }
+    ]
 }

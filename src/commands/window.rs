@@ -101,8 +101,7 @@ pub fn settle_clock(call: &Call, windowed: &mut Windowed) {
 pub fn register(call: &Call, filter: &Filter) {
     if let (Filter::Windowed(_), Some(due)) = (filter, filter.next_expiry()) {
         if filter.restoring().is_none() {
-            // SAFETY: the command's own context, valid for the call.
-            let bg = unsafe { Background::new(call.ctx()) };
+            let bg = Background::of_call(call);
             sweep::schedule(&bg, bg.db(), call.args_key(), due);
         }
     }

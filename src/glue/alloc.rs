@@ -57,74 +57,108 @@ mod kernel {
 unsafe fn zero(block: *mut u8, size: usize) {
     #[cfg(target_os = "linux")]
     if size >= LAZY_ZERO_BYTES {
-        let page = usize::try_from(kernel::sysconf(kernel::SC_PAGESIZE)).unwrap_or(0);
+        // SAFETY: sysconf reads a constant of the system.
+        let page = usize::try_from(unsafe { kernel::sysconf(kernel::SC_PAGESIZE) }).unwrap_or(0);
         if page.is_power_of_two() {
             let start = (block as usize).next_multiple_of(page);
             let end = (block as usize + size) & !(page - 1);
-            if end > start
-                && kernel::madvise(start as *mut _, end - start, kernel::MADV_DONTNEED) == 0
-            {
-                block.write_bytes(0, start - block as usize);
-                (end as *mut u8).write_bytes(0, block as usize + size - end);
-                return;
+            // SAFETY: `start..end` lies inside the block (the caller's contract), whose pages
+            // then read as zeros; the edges before and after it are written by hand, inside the
+            // block too.
+            unsafe {
+                if end > start
+                    && kernel::madvise(start as *mut _, end - start, kernel::MADV_DONTNEED) == 0
+                {
+                    block.write_bytes(0, start - block as usize);
+                    (end as *mut u8).write_bytes(0, block as usize + size - end);
+                    return;
+                }
             }
         }
     }
-    block.write_bytes(0, size);
+    // SAFETY: the caller's contract.
+    unsafe { block.write_bytes(0, size) };
 }
 
-// SAFETY (for every method): the Redis allocator functions are filled in by RedisModule_Init
-// before any Rust code of the module runs, and Redis calls module code only on threads where they
-// are valid. Layouts the server's blocks are aligned for are padded as explained on `padded`;
-// others go through `over_aligned`.
+/// The server's allocation functions, read from the module API table. RedisModule_Init fills
+/// the table in before any Rust code of the module runs (nothing is allocated before it:
+/// `super::module::load`), and nothing changes it afterwards; an entry is `None` where the
+/// server lacks the function.
+macro_rules! api {
+    ($name:ident) => {
+        // SAFETY: a read of the bound API table (see above), on a thread Redis runs module code on.
+        unsafe { raw::$name }
+    };
+}
+
+// SAFETY: every block comes from the server's allocator (see `api!`), with a size and alignment
+// that serve the layout: layouts the server's blocks are aligned for are padded as explained on
+// `padded`, others go through `over_aligned`; each block is freed the way it was allocated.
 unsafe impl GlobalAlloc for RedisAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let Some(size) = padded(layout) else {
-            return over_aligned(layout, |size| server_alloc(size));
+            // SAFETY: server_alloc returns null or a block aligned to MIN_ALIGN.
+            return unsafe { over_aligned(layout, server_alloc) };
         };
         server_alloc(size)
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         let Some(size) = padded(layout) else {
-            let user = over_aligned(layout, |size| server_alloc(size));
+            // SAFETY: as in `alloc`.
+            let user = unsafe { over_aligned(layout, server_alloc) };
             if !user.is_null() {
-                zero(user, layout.size());
+                // SAFETY: a block of at least `layout.size()` bytes from the server's allocator.
+                unsafe { zero(user, layout.size()) };
             }
             return user;
         };
         match (
-            raw::RedisModule_TryCalloc,
-            raw::RedisModule_TryAlloc,
-            raw::RedisModule_Calloc,
+            api!(RedisModule_TryCalloc),
+            api!(RedisModule_TryAlloc),
+            api!(RedisModule_Calloc),
         ) {
-            (Some(try_calloc), _, _) => try_calloc(1, size).cast(),
+            // SAFETY: the server's allocator, asked for one block of `size` bytes.
+            (Some(try_calloc), _, _) => unsafe { try_calloc(1, size) }.cast(),
             (None, Some(try_alloc), _) => {
-                let block = try_alloc(size).cast::<u8>();
+                // SAFETY: as above.
+                let block = unsafe { try_alloc(size) }.cast::<u8>();
                 if !block.is_null() {
-                    zero(block, size);
+                    // SAFETY: a block of `size` bytes from the server's allocator.
+                    unsafe { zero(block, size) };
                 }
                 block
             }
-            (None, None, Some(calloc)) => calloc(1, size).cast(),
+            // SAFETY: as above.
+            (None, None, Some(calloc)) => unsafe { calloc(1, size) }.cast(),
             _ => std::ptr::null_mut(),
         }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
+        // SAFETY: GlobalAlloc's contract: `new_size`, rounded up to `layout.align()`, does not
+        // overflow, and the alignment is a valid one (it is the layout's).
+        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
         let Some(size) = padded(new_layout) else {
             // A new block, the bytes copied, the old one freed (as GlobalAlloc's default).
-            let user = self.alloc(new_layout);
+            // SAFETY: a layout of non-zero size (GlobalAlloc's contract for realloc).
+            let user = unsafe { self.alloc(new_layout) };
             if !user.is_null() {
-                std::ptr::copy_nonoverlapping(ptr, user, layout.size().min(new_size));
-                self.dealloc(ptr, layout);
+                // SAFETY: both blocks hold at least the bytes copied, and are distinct; `ptr`
+                // was allocated here with `layout`.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(ptr, user, layout.size().min(new_size));
+                    self.dealloc(ptr, layout);
+                }
             }
             return user;
         };
-        match (raw::RedisModule_TryRealloc, raw::RedisModule_Realloc) {
-            (Some(try_realloc), _) => try_realloc(ptr.cast::<c_void>(), size).cast(),
-            (None, Some(realloc)) => realloc(ptr.cast::<c_void>(), size).cast(),
+        match (api!(RedisModule_TryRealloc), api!(RedisModule_Realloc)) {
+            // SAFETY: `ptr` is a block of the server's allocator (padded layouts are allocated
+            // unshifted), resized to `size` bytes.
+            (Some(try_realloc), _) => unsafe { try_realloc(ptr.cast::<c_void>(), size) }.cast(),
+            // SAFETY: as above.
+            (None, Some(realloc)) => unsafe { realloc(ptr.cast::<c_void>(), size) }.cast(),
             _ => std::ptr::null_mut(),
         }
     }
@@ -133,23 +167,24 @@ unsafe impl GlobalAlloc for RedisAllocator {
         let block = if padded(layout).is_some() {
             ptr
         } else {
-            over_aligned_base(ptr)
+            // SAFETY: an over-aligned layout's block came from over_aligned.
+            unsafe { over_aligned_base(ptr) }
         };
-        if let Some(free) = raw::RedisModule_Free {
-            free(block.cast::<c_void>());
+        if let Some(free) = api!(RedisModule_Free) {
+            // SAFETY: the block the server's allocator handed out for `ptr`.
+            unsafe { free(block.cast::<c_void>()) };
         }
     }
 }
 
 /// A block of `size` bytes from the server's allocator: `TryAlloc` where the server has it (a
-/// failure is a null pointer), `Alloc` otherwise.
-///
-/// # Safety
-/// The module API must be bound (see the impl's note).
-unsafe fn server_alloc(size: usize) -> *mut u8 {
-    match (raw::RedisModule_TryAlloc, raw::RedisModule_Alloc) {
-        (Some(try_alloc), _) => try_alloc(size).cast(),
-        (None, Some(alloc)) => alloc(size).cast(),
+/// failure is a null pointer), `Alloc` otherwise; aligned to at least [`MIN_ALIGN`].
+fn server_alloc(size: usize) -> *mut u8 {
+    match (api!(RedisModule_TryAlloc), api!(RedisModule_Alloc)) {
+        // SAFETY: the server's allocator, asked for `size` bytes (null if it has none to give).
+        (Some(try_alloc), _) => unsafe { try_alloc(size) }.cast(),
+        // SAFETY: as above (this one aborts the server instead).
+        (None, Some(alloc)) => unsafe { alloc(size) }.cast(),
         _ => std::ptr::null_mut(),
     }
 }

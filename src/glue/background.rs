@@ -31,6 +31,13 @@ pub struct Background {
 pub use crate::glue::module::now;
 
 impl Background {
+    /// A command's context as a background one, to act on other keys or schedule work.
+    pub fn of_call(call: &super::call::Call) -> Background {
+        // SAFETY: the command's own context, valid for the call, which the wrapper does not
+        // outlive in the command's code.
+        unsafe { Background::new(call.ctx()) }
+    }
+
     /// Wraps the context of a callback or a command.
     ///
     /// # Safety

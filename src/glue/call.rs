@@ -65,7 +65,9 @@ impl<'a> Call<'a> {
         let argv = if argv.is_null() {
             &[]
         } else {
-            std::slice::from_raw_parts(argv, argc)
+            // SAFETY: the server's `argc` arguments, valid for the callback (the caller's
+            // contract).
+            unsafe { std::slice::from_raw_parts(argv, argc) }
         };
         Call {
             ctx,

@@ -347,6 +347,7 @@ fn set_info(handle: *mut raw::RedisModuleCommand, command: &Command) -> Result<(
     info.arity = command.arity;
     info.key_specs = key_specs.as_mut_ptr();
     info.args = args;
+    // SAFETY: a read of the API table, bound at load time on the main thread and not changed since.
     let Some(set_command_info) = (unsafe { raw::RedisModule_SetCommandInfo }) else {
         return Err("this server cannot describe commands (Redis 7.0 or newer is needed)");
     };

@@ -91,7 +91,7 @@ impl FilterKey {
         // SAFETY: a non-null key opened by `open` and not yet closed. The type is asked first:
         // it is null for an empty key or a key of a non-module type, so a filter costs one call.
         unsafe {
-            if raw::RedisModule_ModuleTypeGetType.unwrap()(self.key) == crate::datatype::raw_type()
+            if raw::RedisModule_ModuleTypeGetType.unwrap()(self.key) == super::datatype::raw_type()
             {
                 let value = raw::RedisModule_ModuleTypeGetValue.unwrap()(self.key);
                 return Ok(Some(value.cast::<Filter>()));
@@ -136,7 +136,7 @@ impl FilterKey {
         let status = unsafe {
             raw::RedisModule_ModuleTypeSetValue.unwrap()(
                 self.key,
-                crate::datatype::raw_type(),
+                super::datatype::raw_type(),
                 value.cast::<c_void>(),
             )
         };

@@ -1,14 +1,19 @@
-//! The edge between Rust and the Redis module API: the allocator, command registration and
-//! dispatch, the per-call context with its replies, and key access. Every `unsafe` block of the
-//! command path lives here.
+//! The edge between Rust and the Redis module API: loading, the allocator, the data type's
+//! callbacks, configs, INFO, command registration and dispatch, the per-call context with its
+//! replies, key access, timers and events. Every `unsafe` block of the module crate lives here,
+//! but the entry point `RedisModule_OnLoad` (in `lib.rs`), which hands over to `module::load`.
 
+#[cfg(any(test, not(feature = "standalone")))]
 pub mod aligned;
 #[cfg(not(any(test, feature = "standalone")))]
 pub mod alloc;
 pub mod background;
 pub mod call;
 pub mod command;
+pub mod config;
+pub mod datatype;
 pub mod guard;
+pub mod info;
 pub mod key;
 pub mod log;
 pub mod module;

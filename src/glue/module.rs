@@ -39,15 +39,22 @@ pub unsafe fn load(
     } = *module;
     // Nothing may be allocated before this: the module's allocator is the server's, reached
     // through the API this call binds.
-    if raw::Export_RedisModule_Init(
-        ctx,
-        name.as_ptr(),
-        version,
-        raw::REDISMODULE_APIVER_1 as c_int,
-    ) == raw::REDISMODULE_ERR as c_int
-    {
+    // SAFETY: the server's load context (the caller's contract); the name is NUL-terminated.
+    let init_result = unsafe {
+        raw::Export_RedisModule_Init(
+            ctx,
+            name.as_ptr(),
+            version,
+            raw::REDISMODULE_APIVER_1 as c_int,
+        )
+    };
+    if init_result == raw::REDISMODULE_ERR as c_int {
         // Init binds the API before it checks the name, so the refusal can be logged.
-        if raw::RedisModule_IsModuleNameBusy.is_some_and(|busy| busy(name.as_ptr()) != 0) {
+        // SAFETY: Init has bound the API; the name is NUL-terminated.
+        let busy = unsafe { raw::RedisModule_IsModuleNameBusy }
+            // SAFETY: as above.
+            .is_some_and(|busy| unsafe { busy(name.as_ptr()) } != 0);
+        if busy {
             let name = name.to_string_lossy();
             // The module has no name yet: the server writes `<module>`, the line says `bf:`.
             let why = format!("the module name {name} is taken");
@@ -63,15 +70,21 @@ pub unsafe fn load(
         return raw::REDISMODULE_ERR as c_int;
     }
     let argv: &[*mut raw::RedisModuleString] = match usize::try_from(argc) {
-        Ok(count) if count > 0 && !argv.is_null() => std::slice::from_raw_parts(argv, count),
+        // SAFETY: the server's `argc` load arguments (the caller's contract).
+        Ok(count) if count > 0 && !argv.is_null() => unsafe {
+            std::slice::from_raw_parts(argv, count)
+        },
         _ => &[],
     };
     let args: Vec<&[u8]> = argv
         .iter()
         .map(|&arg| {
             let mut len = 0;
-            let ptr = raw::RedisModule_StringPtrLen.unwrap()(arg, &mut len);
-            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+            // SAFETY: a load argument, a valid string whose bytes live as long as the load.
+            unsafe {
+                let ptr = raw::RedisModule_StringPtrLen.unwrap()(arg, &mut len);
+                std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+            }
         })
         .collect();
     let outcome = crate::glue::guard::guarded(
@@ -141,6 +154,7 @@ pub fn must_obey(ctx: *mut raw::RedisModuleCtx) -> Option<bool> {
     // running command's context.
     let must_obey: unsafe extern "C" fn(*mut raw::RedisModuleCtx) -> c_int =
         unsafe { std::mem::transmute(function) };
+    // SAFETY: as above: the function GetApi named, called with the command's own context.
     Some(unsafe { must_obey(ctx) } != 0)
 }
 
@@ -149,7 +163,7 @@ pub fn must_obey(ctx: *mut raw::RedisModuleCtx) -> Option<bool> {
 /// and atomic slot migration where the server offers it (Valkey 9: the option is among
 /// `GetModuleOptionsAll`'s, and the server is Valkey, which `MustObeyClient` tells; Redis may one
 /// day give the same bit another meaning).
-pub fn options() -> c_int {
+fn options() -> c_int {
     let mut options = (raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
         | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD) as c_int;
     // SAFETY: reading a function pointer the server filled in (or left empty) at load.
@@ -159,6 +173,12 @@ pub fn options() -> c_int {
         options |= HANDLE_ATOMIC_SLOT_MIGRATION;
     }
     options
+}
+
+/// Sets the module's [`options`]. `ctx` is the module's load-time context.
+pub fn set_options(ctx: *mut raw::RedisModuleCtx) {
+    // SAFETY: a valid load-time context.
+    unsafe { raw::RedisModule_SetModuleOptions.unwrap()(ctx, options()) };
 }
 
 /// The server's clock, in milliseconds since the epoch (outside a command: the sweep, loaders).

@@ -1,0 +1,173 @@
+//! The configs' side of the server's API: registering `bf.*` with the server and the callbacks it
+//! calls for CONFIG GET and SET. What the settings are, their ranges and checks, is
+//! `crate::config`'s.
+
+use super::guard::guarded;
+use crate::config::{self, Numeric};
+use redis_module::raw;
+use std::os::raw::{c_char, c_int, c_longlong, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// The text `bf.error-rate` reads back as, kept alive for the server (which copies it).
+struct ErrorRateText(*mut raw::RedisModuleString);
+
+// SAFETY: config callbacks run on the server's main thread only; the mutex orders them anyway.
+unsafe impl Send for ErrorRateText {}
+
+static ERROR_RATE_TEXT: Mutex<Option<ErrorRateText>> = Mutex::new(None);
+
+/// A string the server will own or that this module keeps (`RedisModule_CreateString` with no
+/// context, so that no automatic memory management frees it).
+fn new_string(text: &str) -> *mut raw::RedisModuleString {
+    // SAFETY: a null context is allowed for strings that outlive any command; the pointer and
+    // length describe `text`, which the server copies.
+    unsafe {
+        raw::RedisModule_CreateString.unwrap()(
+            std::ptr::null_mut(),
+            text.as_ptr().cast::<c_char>(),
+            text.len(),
+        )
+    }
+}
+
+extern "C" fn get_error_rate(
+    _name: *const c_char,
+    _privdata: *mut c_void,
+) -> *mut raw::RedisModuleString {
+    let mut text = ERROR_RATE_TEXT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(old) = text.take() {
+        // SAFETY: made by `new_string` below on the last call, which the server has copied by
+        // now (it copies the value it gets before calling again).
+        unsafe { raw::RedisModule_FreeString.unwrap()(std::ptr::null_mut(), old.0) };
+    }
+    let fresh = new_string(&config::error_rate_text());
+    *text = Some(ErrorRateText(fresh));
+    fresh
+}
+
+/// Hands the server an error message for a refused CONFIG SET (it frees the string).
+///
+/// # Safety
+/// `err` is null or the error slot the server passed to a set callback.
+unsafe fn refuse(err: *mut *mut raw::RedisModuleString, message: &str) -> c_int {
+    if !err.is_null() {
+        // SAFETY: a valid slot for the server's error string, by the caller's contract.
+        unsafe { *err = new_string(message) };
+    }
+    raw::REDISMODULE_ERR as c_int
+}
+
+/// # Safety
+/// Called by the server with a valid string `value` and error slot `err`.
+unsafe extern "C" fn set_error_rate(
+    _name: *const c_char,
+    value: *mut raw::RedisModuleString,
+    _privdata: *mut c_void,
+    err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    let mut len = 0;
+    // SAFETY: `value` is the server's valid string; its bytes stay valid for this call.
+    let bytes = unsafe {
+        let ptr = raw::RedisModule_StringPtrLen.unwrap()(value, &mut len);
+        std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+    };
+    let set = guarded(
+        std::ptr::null_mut(),
+        "CONFIG SET bf.error-rate",
+        || Err("internal error (see the log)".into()),
+        || config::set_error_rate(bytes),
+    );
+    match set {
+        Ok(()) => raw::REDISMODULE_OK as c_int,
+        // SAFETY: the server's error slot for this call.
+        Err(why) => unsafe { refuse(err, &why) },
+    }
+}
+
+/// # Safety
+/// `privdata` is what [`register`] gave: a `&'static AtomicU64`.
+unsafe extern "C" fn get_numeric(_name: *const c_char, privdata: *mut c_void) -> c_longlong {
+    // SAFETY: the static registered with this config.
+    let value = unsafe { &*privdata.cast::<AtomicU64>() };
+    value.load(Ordering::Relaxed) as c_longlong
+}
+
+/// # Safety
+/// As [`get_numeric`].
+unsafe extern "C" fn set_numeric(
+    _name: *const c_char,
+    value: c_longlong,
+    privdata: *mut c_void,
+    _err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    // SAFETY: the static registered with this config.
+    let slot = unsafe { &*privdata.cast::<AtomicU64>() };
+    // The server checked the range registered below before calling.
+    slot.store(value as u64, Ordering::Relaxed);
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Registers one numeric config, with its current value as the default.
+fn register_numeric(ctx: *mut raw::RedisModuleCtx, config: &Numeric) -> Result<(), String> {
+    let flags = if config.memory {
+        raw::REDISMODULE_CONFIG_MEMORY
+    } else {
+        raw::REDISMODULE_CONFIG_DEFAULT
+    };
+    // SAFETY: a load-time context; the name is NUL-terminated; the callbacks match the server's
+    // signatures; privdata points to a static that lives as long as the module.
+    let registered = unsafe {
+        raw::RedisModule_RegisterNumericConfig.unwrap()(
+            ctx,
+            config.name.as_ptr(),
+            config.value.load(Ordering::Relaxed) as c_longlong,
+            flags,
+            config.min,
+            config.max,
+            Some(get_numeric),
+            Some(set_numeric),
+            None,
+            std::ptr::from_ref(config.value).cast_mut().cast::<c_void>(),
+        )
+    };
+    if registered != raw::REDISMODULE_OK as c_int {
+        return Err(format!(
+            "could not register config bf.{}",
+            config.name.to_string_lossy()
+        ));
+    }
+    Ok(())
+}
+
+/// Registers the configs with their current values as defaults, then lets the server apply what
+/// its config file says about them. `ctx` is the module's load-time context.
+pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
+    let default_error =
+        std::ffi::CString::new(config::error_rate_text()).map_err(|_| "bad default error rate")?;
+    // SAFETY: a load-time context; name and default are NUL-terminated; the callbacks match the
+    // server's signatures.
+    let registered = unsafe {
+        raw::RedisModule_RegisterStringConfig.unwrap()(
+            ctx,
+            config::ERROR_RATE_NAME.as_ptr(),
+            default_error.as_ptr(),
+            raw::REDISMODULE_CONFIG_DEFAULT,
+            Some(get_error_rate),
+            Some(set_error_rate),
+            None,
+            std::ptr::null_mut(),
+        )
+    };
+    if registered != raw::REDISMODULE_OK as c_int {
+        return Err("could not register config bf.error-rate".into());
+    }
+    for numeric in config::numeric() {
+        register_numeric(ctx, &numeric)?;
+    }
+    // SAFETY: the load-time context.
+    if unsafe { raw::RedisModule_LoadConfigs.unwrap()(ctx) } != raw::REDISMODULE_OK as c_int {
+        return Err("a bf.* value in the server's configuration was refused".into());
+    }
+    Ok(())
+}

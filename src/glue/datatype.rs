@@ -1,0 +1,304 @@
+//! The server's side of the `MBbloom--` data type: its registration and the callbacks the server
+//! calls to save, load, rewrite, digest, measure, copy and free a value. What they read and
+//! write is `crate::datatype`'s.
+
+use super::guard::guarded;
+use crate::datatype::{self, Digest, ENCODING_VERSION, TYPE_NAME};
+use crate::size::memory_usage;
+use bf_filter::stored::{self, FieldSink, FieldSource, LoadError};
+use bf_filter::Filter;
+use redis_module::native_types::RedisType;
+use redis_module::raw;
+use std::os::raw::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// The type, registered at load time.
+pub static BLOOM_TYPE: RedisType = RedisType::new(
+    TYPE_NAME,
+    ENCODING_VERSION,
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(rdb_load),
+        rdb_save: Some(rdb_save),
+        aof_rewrite: Some(aof_rewrite),
+        mem_usage: Some(mem_usage),
+        digest: Some(digest),
+        free: Some(free),
+        aux_load: None,
+        aux_save: None,
+        aux_save_triggers: 0,
+        free_effort: Some(free_effort),
+        unlink: None,
+        copy: Some(copy),
+        defrag: None,
+        mem_usage2: None,
+        free_effort2: None,
+        unlink2: None,
+        copy2: None,
+        aux_save2: None,
+    },
+);
+
+/// The server's handle for the type, kept where the command path reads it without a RefCell.
+static RAW_TYPE: AtomicPtr<raw::RedisModuleType> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Remembers the type's handle once the server has created it (at load time).
+pub fn remember_raw_type() {
+    RAW_TYPE.store(*BLOOM_TYPE.raw_type.borrow(), Ordering::Relaxed);
+}
+
+/// The server's handle for the type.
+#[inline]
+pub fn raw_type() -> *mut raw::RedisModuleType {
+    RAW_TYPE.load(Ordering::Relaxed)
+}
+
+/// The filter a value pointer stands for.
+///
+/// # Safety
+/// `value` must be a value of this type: a `Box<Filter>` leaked into the keyspace, alive for `'a`.
+unsafe fn filter<'a>(value: *const c_void) -> &'a Filter {
+    // SAFETY: the caller's contract.
+    unsafe { &*value.cast::<Filter>() }
+}
+
+/// The RDB stream of a save or load callback, as a field stream for `bf_filter::stored`.
+struct Rdb(*mut raw::RedisModuleIO);
+
+impl FieldSink for Rdb {
+    fn unsigned(&mut self, value: u64) {
+        raw::save_unsigned(self.0, value);
+    }
+
+    fn double(&mut self, value: f64) {
+        raw::save_double(self.0, value);
+    }
+
+    fn buffer(&mut self, bytes: &[u8]) {
+        raw::save_slice(self.0, bytes);
+    }
+}
+
+impl Rdb {
+    /// The next string of the stream: the server's buffer holding it and its length, or `None`
+    /// if the stream failed.
+    fn load_string(&mut self) -> Option<(*mut c_char, usize)> {
+        let mut len = 0;
+        // SAFETY: the IO context of the running rdb_load.
+        let ptr = unsafe { raw::RedisModule_LoadStringBuffer.unwrap()(self.0, &mut len) };
+        (!raw::is_io_error(self.0) && !ptr.is_null()).then_some((ptr, len))
+    }
+}
+
+/// Takes a string the server read into a buffer of exactly `len` bytes (allocated with
+/// RedisModule_Alloc, which is also this module's global allocator) as a Box that frees it the
+/// same way; an empty one is given back, as a Box of nothing owns no allocation.
+fn boxed((ptr, len): (*mut c_char, usize)) -> Box<[u8]> {
+    if len == 0 {
+        // SAFETY: the server's buffer, given back to its allocator.
+        unsafe { raw::RedisModule_Free.unwrap()(ptr.cast()) };
+        return Box::new([]);
+    }
+    // SAFETY: see above: `len` initialized bytes from the allocator Box<[u8]> frees with.
+    unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr.cast::<u8>(), len)) }
+}
+
+impl FieldSource for Rdb {
+    fn unsigned(&mut self) -> Option<u64> {
+        raw::load_unsigned(self.0).ok()
+    }
+
+    fn double(&mut self) -> Option<f64> {
+        raw::load_double(self.0).ok()
+    }
+
+    fn buffer(&mut self, expected: usize) -> Result<Box<[u8]>, LoadError> {
+        let string = self.load_string().ok_or(LoadError::Truncated)?;
+        let len = string.1;
+        // A piece is never empty (at least 8 bytes).
+        let bytes = boxed(string);
+        if len != expected || len == 0 {
+            return Err(LoadError::Corrupt(format!(
+                "a bit-array piece of {len} bytes, not {expected}"
+            )));
+        }
+        Ok(bytes)
+    }
+
+    fn any_buffer(&mut self) -> Result<Box<[u8]>, LoadError> {
+        self.load_string().map(boxed).ok_or(LoadError::Truncated)
+    }
+}
+
+/// DEBUG DIGEST's digest of the running callback.
+struct ServerDigest(*mut raw::RedisModuleDigest);
+
+impl Digest for ServerDigest {
+    fn number(&mut self, number: u64) {
+        // SAFETY: the digest of the running callback.
+        unsafe { raw::RedisModule_DigestAddLongLong.unwrap()(self.0, number as i64) };
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        // SAFETY: as above; the server reads `bytes` and does not keep or write them.
+        unsafe {
+            raw::RedisModule_DigestAddStringBuffer.unwrap()(
+                self.0,
+                bytes.as_ptr().cast::<c_char>().cast_mut(),
+                bytes.len(),
+            );
+        }
+    }
+
+    fn end_sequence(&mut self) {
+        // SAFETY: as above.
+        unsafe { raw::RedisModule_DigestEndSequence.unwrap()(self.0) };
+    }
+}
+
+/// No context to log through: the callbacks below run without one.
+const NO_CTX: *mut raw::RedisModuleCtx = std::ptr::null_mut();
+
+/// # Safety
+/// Called by the server with the IO of a save and a value of this type.
+unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // SAFETY: a value of this type (the server's contract).
+    let filter = unsafe { filter(value) };
+    guarded(
+        NO_CTX,
+        "rdb_save",
+        || (),
+        || stored::save(filter, &mut Rdb(rdb)),
+    );
+}
+
+extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+    let loaded = guarded(
+        NO_CTX,
+        "rdb_load",
+        || Err("the loader failed (see the log)".to_string()),
+        || {
+            let filter = datatype::load(&mut Rdb(rdb), encver)?;
+            let origin = super::module::io_origin(rdb);
+            let now = super::module::now();
+            datatype::settle_loaded(filter, origin, now, |why| super::log::io_warning(rdb, why))
+        },
+    );
+    match loaded {
+        Ok(filter) => {
+            crate::stats::filter_added(&filter);
+            datatype::note_loaded(&filter);
+            Box::into_raw(Box::new(filter)).cast()
+        }
+        Err(why) => {
+            super::log::io_warning(rdb, &format!("cannot load a filter: {why}"));
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// # Safety
+/// Called by the server with the IO of a rewrite, the key's name and a value of this type.
+unsafe extern "C" fn aof_rewrite(
+    aof: *mut raw::RedisModuleIO,
+    key: *mut raw::RedisModuleString,
+    value: *mut c_void,
+) {
+    let emit = |iterator: u64, bytes: &[u8]| {
+        // SAFETY: the rewrite's IO and key; "slb" reads the key as a string, the iterator as a
+        // long long and the chunk as a buffer of `bytes.len()` bytes.
+        unsafe {
+            raw::RedisModule_EmitAOF.unwrap()(
+                aof,
+                c"BF.LOADCHUNK".as_ptr(),
+                c"slb".as_ptr(),
+                key,
+                iterator as std::os::raw::c_longlong,
+                bytes.as_ptr().cast::<c_char>(),
+                bytes.len(),
+            );
+        }
+    };
+    // SAFETY: a value of this type (the server's contract).
+    let filter = unsafe { filter(value) };
+    guarded(
+        NO_CTX,
+        "aof_rewrite",
+        || (),
+        || datatype::rewrite(filter, emit),
+    );
+}
+
+/// # Safety
+/// Called by the server with a value of this type.
+unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
+    // SAFETY: a value of this type (the server's contract).
+    let filter = unsafe { filter(value) };
+    guarded(NO_CTX, "mem_usage", || 0, || memory_usage(filter))
+}
+
+/// # Safety
+/// Called by the server with a digest and a value of this type.
+unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    // SAFETY: a value of this type (the server's contract).
+    let filter = unsafe { filter(value) };
+    guarded(
+        NO_CTX,
+        "digest",
+        || (),
+        || datatype::digest(filter, &mut ServerDigest(md)),
+    );
+}
+
+/// # Safety
+/// Called by the server with a value of this type, which it forgets.
+unsafe extern "C" fn free(value: *mut c_void) {
+    // SAFETY: the Box this module leaked into the keyspace, handed back once.
+    let filter = unsafe { Box::from_raw(value.cast::<Filter>()) };
+    guarded(
+        NO_CTX,
+        "free",
+        || (),
+        || crate::stats::filter_freed(&filter),
+    );
+    drop(filter);
+}
+
+/// # Safety
+/// Called by the server with a value of this type.
+unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+    // SAFETY: a value of this type (the server's contract).
+    let filter = unsafe { filter(value) };
+    // The number of blocks to hand back: a big filter (over 64 of them) is freed in the
+    // background by UNLINK and lazy-free.
+    guarded(
+        NO_CTX,
+        "free_effort",
+        || 1,
+        || {
+            let mut blocks = 1;
+            filter.visit_allocations(&mut |_, _| blocks += 1);
+            blocks
+        },
+    )
+}
+
+/// # Safety
+/// Called by the server with a value of this type.
+unsafe extern "C" fn copy(
+    _from: *mut raw::RedisModuleString,
+    _to: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> *mut c_void {
+    // SAFETY: a value of this type (the server's contract).
+    let filter = unsafe { filter(value) };
+    // A copy the server has no memory for is refused (COPY answers an error), not an abort.
+    let copied = guarded(NO_CTX, "copy", || None, || filter.try_clone().ok());
+    match copied {
+        Some(copy) => {
+            crate::stats::filter_added(&copy);
+            Box::into_raw(Box::new(copy)).cast()
+        }
+        None => std::ptr::null_mut(),
+    }
+}
