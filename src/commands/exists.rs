@@ -1,6 +1,6 @@
 //! `BF.EXISTS` and `BF.MEXISTS`: whether items may have been added. A missing key holds nothing.
 
-use super::{in_use, now, Args};
+use super::{in_use, lookup_time, Args};
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
@@ -14,7 +14,7 @@ pub fn exists(call: &Call) -> Result<(), BfError> {
     if let Some(filter) = filter {
         in_use(filter)?;
     }
-    let found = filter.is_some_and(|filter| filter.contains(item, now(call, filter)));
+    let found = filter.is_some_and(|filter| filter.contains(item, lookup_time(call, filter)));
     stats::items_looked_up(1);
     call.reply_bool(found);
     Ok(())
@@ -33,7 +33,7 @@ pub fn mexists(call: &Call) -> Result<(), BfError> {
     match filter {
         Some(filter) => filter.contains_many(
             (2..args.len()).map(|i| args.get(i)),
-            now(call, filter),
+            lookup_time(call, filter),
             |found| call.reply_bool(found),
         ),
         None => (2..args.len()).for_each(|_| call.reply_bool(false)),

@@ -59,6 +59,15 @@ pub fn now(call: &Call, filter: &Filter) -> u64 {
     }
 }
 
+/// The time a lookup (BF.EXISTS, BF.MEXISTS) asks a filter at: as [`now`], read more cheaply
+/// where that cannot change the answer (`Call::lookup_time`).
+pub fn lookup_time(call: &Call, filter: &Filter) -> u64 {
+    match filter {
+        Filter::Windowed(windowed) => call.lookup_time(windowed.next_expiry()),
+        Filter::Chain(_) => 0,
+    }
+}
+
 /// Checks that a filter answers adds and lookups: it is not being rebuilt by BF.LOADCHUNK.
 pub fn in_use(filter: &Filter) -> Result<(), BfError> {
     match filter.restoring() {
