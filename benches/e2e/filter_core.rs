@@ -40,9 +40,6 @@ fn criterion_ns(group: &str, bench: &str) -> Option<f64> {
         .join(bench.replace('/', "_"))
         .join("new/estimates.json");
     let text = std::fs::read_to_string(path).ok()?;
-    // {"mean":{"confidence_interval":{...},"point_estimate":123.4,...
-    let mean = text.find("\"mean\"")?;
-    let at = text[mean..].find("\"point_estimate\":")? + mean + "\"point_estimate\":".len();
-    let end = text[at..].find([',', '}'])? + at;
-    text[at..end].trim().parse().ok()
+    let estimates: serde_json::Value = serde_json::from_str(&text).ok()?;
+    estimates["mean"]["point_estimate"].as_f64()
 }

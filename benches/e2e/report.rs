@@ -2,6 +2,7 @@
 //! and as a bar chart of the ratios, `target/bench/report.svg`.
 
 use crate::measure::{median, quick};
+use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
@@ -85,7 +86,8 @@ impl Row {
 pub fn write(rows: &[Row], out: &Path) {
     let machine = machine();
     print_table(rows, &machine);
-    std::fs::write(out.join("report.json"), json(rows, &machine)).unwrap();
+    let json = serde_json::to_string_pretty(&report_json(rows, &machine)).unwrap() + "\n";
+    std::fs::write(out.join("report.json"), json).unwrap();
     std::fs::write(out.join("report.svg"), svg(rows, &machine)).unwrap();
     println!(
         "\nwrote {} and {}",
@@ -172,35 +174,29 @@ fn print_table(rows: &[Row], machine: &str) {
     }
 }
 
-fn json(rows: &[Row], machine: &str) -> String {
-    let escape = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
-    let mut out = format!(
-        "{{\n  \"machine\": \"{}\",\n  \"quick\": {},\n  \"rows\": [\n",
-        escape(machine),
-        quick()
-    );
-    for (index, row) in rows.iter().enumerate() {
-        let target = match row.versus() {
-            Some((target, ratio, met)) => format!(
-                ", \"baseline\": \"{}\", \"baseline_value\": {}, \"ratio\": {ratio}, \"target_ratio\": {}, \"met\": {met}",
-                escape(&target.name),
-                target.value,
-                if target.limit.is_finite() { target.limit.to_string() } else { "null".into() }
-            ),
-            None => String::new(),
-        };
-        let _ = writeln!(
-            out,
-            "    {{\"group\": \"{}\", \"name\": \"{}\", \"value\": {}, \"unit\": \"{}\"{target}}}{}",
-            escape(row.group),
-            escape(&row.name),
-            row.value,
-            row.unit,
-            if index + 1 < rows.len() { "," } else { "" }
-        );
-    }
-    out.push_str("  ]\n}\n");
-    out
+/// The report as JSON: the machine, whether it was a quick run, and every row with its baseline,
+/// ratio and target when it has one (`target_ratio` null for a comparison without a target).
+fn report_json(rows: &[Row], machine: &str) -> Value {
+    let rows: Vec<Value> = rows
+        .iter()
+        .map(|row| {
+            let mut entry = json!({
+                "group": row.group,
+                "name": row.name,
+                "value": row.value,
+                "unit": row.unit,
+            });
+            if let Some((target, ratio, met)) = row.versus() {
+                entry["baseline"] = json!(target.name);
+                entry["baseline_value"] = json!(target.value);
+                entry["ratio"] = json!(ratio);
+                entry["target_ratio"] = json!(target.limit.is_finite().then_some(target.limit));
+                entry["met"] = json!(met);
+            }
+            entry
+        })
+        .collect();
+    json!({ "machine": machine, "quick": quick(), "rows": rows })
 }
 
 /// A bar chart of every ratio against its baseline (1.0), with the target marked.
