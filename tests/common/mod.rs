@@ -109,6 +109,17 @@ pub fn flavor_of(binary: &Path) -> Flavor {
     }
 }
 
+/// The words that pin a command to one CPU (`taskset -c <cpu>`, for [`Options::prefix`]); none
+/// on a machine of one CPU or without taskset.
+pub fn pin_to(cpu: usize) -> Vec<String> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus >= 2 && Command::new("taskset").arg("-V").output().is_ok() {
+        vec!["taskset".into(), "-c".into(), cpu.to_string()]
+    } else {
+        Vec::new()
+    }
+}
+
 fn free_port() -> u16 {
     let listener = TcpListener::bind(("127.0.0.1", 0)).expect("bind a free port");
     listener.local_addr().expect("local address").port()
@@ -219,6 +230,11 @@ pub struct Options {
     pub server: Option<PathBuf>,
     /// Extra environment variables for the server process.
     pub env: Vec<(String, String)>,
+    /// A command the server runs under, its words before the server binary: [`pin_to`]'s
+    /// `taskset`, or valgrind (the benchmark's).
+    pub prefix: Vec<String>,
+    /// How long the server may take to answer; 20 s when `None`.
+    pub start_timeout: Option<Duration>,
 }
 
 impl Options {
@@ -321,16 +337,23 @@ impl Server {
                 .server
                 .clone()
                 .unwrap_or_else(|| redis_server().into());
+            let mut program: Vec<std::ffi::OsString> =
+                self.options.prefix.iter().map(Into::into).collect();
+            program.push(binary.into());
             let mut command = match self.options.address_space_kib {
                 Some(kib) => {
                     let mut shell = Command::new("sh");
                     shell
                         .arg("-c")
                         .arg(format!("ulimit -v {kib} && exec \"$0\" \"$@\""))
-                        .arg(&binary);
+                        .args(&program);
                     shell
                 }
-                None => Command::new(&binary),
+                None => {
+                    let mut command = Command::new(&program[0]);
+                    command.args(&program[1..]);
+                    command
+                }
             };
             command.current_dir(&self.dir);
             command.envs(self.options.env.iter().map(|(k, v)| (k, v)));
@@ -381,7 +404,11 @@ impl Server {
     /// port between `free_port` and our bind: a server that answers with another process id is
     /// not ours, and our own process then exits, which makes the caller retry on a new port.
     fn wait_ready(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let timeout = self
+            .options
+            .start_timeout
+            .unwrap_or(Duration::from_secs(20));
+        let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             let Some(child) = self.child.as_mut() else {
                 return false;
@@ -501,6 +528,16 @@ impl Server {
     pub fn relaunch(&mut self) -> Result<(), String> {
         self.kill();
         self.launch()
+    }
+
+    /// Stops the server with `SHUTDOWN NOSAVE` and waits for it to exit, so that a tool it runs
+    /// under (valgrind) writes its output.
+    pub fn shutdown(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let mut conn = self.conn();
+            conn.send(&["SHUTDOWN", "NOSAVE"]);
+            let _ = child.wait();
+        }
     }
 
     /// Stops the server without saving (SIGKILL).

@@ -1,0 +1,101 @@
+//! Section `callgrind`: whole-server instructions per request. redis-server runs under callgrind,
+//! 20,000 pipelined requests of one command minus an idle run (the same start, setup and
+//! shutdown). This counts the request parsing and reply writing that every command shares, which
+//! `INFO commandstats` leaves out, so it is the fair comparison of a module command with the
+//! server's own.
+
+use crate::common::{Frame, Options, Server};
+use crate::measure::size;
+use crate::report::Row;
+use std::process::Command;
+use std::time::Duration;
+
+/// Measures this section and appends its rows.
+pub fn rows(rows: &mut Vec<Row>) {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        println!("(skipped the callgrind rows: valgrind is not installed)");
+        return;
+    }
+    let requests = size(20_000);
+    let idle = instructions_under_callgrind(&[], 0);
+    let per_request = |command: &[&str]| -> f64 {
+        let busy = instructions_under_callgrind(command, requests);
+        (busy - idle) as f64 / requests as f64
+    };
+    let get = per_request(&["GET", "k"]);
+    let set = per_request(&["SET", "k", "v"]);
+    let card = per_request(&["BF.CARD", "small"]);
+    let exists = per_request(&["BF.EXISTS", "small", "item:__rand_int__"]);
+    let add = per_request(&["BF.ADD", "small", "item:__rand_int__"]);
+    for (name, value, target) in [
+        ("GET k", get, None),
+        ("SET k v", set, None),
+        (
+            "BF.CARD (open the key, reply: the module API's floor)",
+            card,
+            Some(("GET", get, f64::INFINITY)),
+        ),
+        (
+            "BF.EXISTS, 100K-item filter",
+            exists,
+            Some(("GET", get, 1.15)),
+        ),
+        ("BF.ADD, 100K-item filter", add, Some(("SET", set, 1.15))),
+    ] {
+        let group = "whole-server instructions per request (callgrind)";
+        let mut row = Row::new(group, name, value, "instr");
+        if let Some((baseline, value, limit)) = target {
+            row = row.against(baseline, value, limit);
+        }
+        rows.push(row);
+    }
+}
+
+/// Instructions a redis-server with the module executes under callgrind: started, set up (a
+/// 100K-item filter `small` with one item, a string `k`), `requests` of `command` pipelined 16
+/// deep on one connection, then shut down.
+fn instructions_under_callgrind(command: &[&str], requests: u64) -> u64 {
+    let mut server = Server::with(
+        Options {
+            // Relative to the server's directory, its working directory.
+            prefix: [
+                "valgrind",
+                "--tool=callgrind",
+                "--callgrind-out-file=callgrind.out",
+            ]
+            .map(String::from)
+            .to_vec(),
+            start_timeout: Some(Duration::from_secs(120)),
+            ..Options::default()
+        }
+        .config("loglevel", "notice"),
+    );
+    let mut conn = server.conn();
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "small", "0.01", "100000"]),
+        Frame::ok()
+    );
+    assert_eq!(conn.call(&["BF.ADD", "small", "item:1"]), Frame::Int(1));
+    assert_eq!(conn.call(&["SET", "k", "v"]), Frame::ok());
+    if requests > 0 {
+        let output = Command::new("redis-benchmark")
+            .args(["-p", &server.port.to_string(), "-h", "127.0.0.1"])
+            .args(["-c", "1", "-P", "16"])
+            .args(["-r", "100000", "-n", &requests.to_string(), "-q"])
+            .args(command)
+            .output()
+            .expect("run redis-benchmark");
+        assert!(output.status.success());
+    }
+    server.shutdown();
+    let profile =
+        std::fs::read_to_string(server.dir.join("callgrind.out")).expect("callgrind's output");
+    profile
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("summary:")
+                .or_else(|| line.strip_prefix("totals:"))
+        })
+        .and_then(|total| total.trim().parse().ok())
+        .expect("a total in callgrind's output")
+}
