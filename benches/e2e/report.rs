@@ -3,6 +3,7 @@
 
 use crate::measure::{median, quick};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
@@ -82,12 +83,19 @@ impl Row {
     }
 }
 
-/// Prints the table and writes `report.json` and `report.svg` into `out`.
+/// Prints the table, each row beside its value in the previous run's report when there is one
+/// (of the same kind: quick or not), and writes `report.json` and `report.svg` into `out` (the
+/// previous `report.json` kept as `report.previous.json`).
 pub fn write(rows: &[Row], out: &Path) {
     let machine = machine();
-    print_table(rows, &machine);
+    let report = out.join("report.json");
+    let previous = previous_values(&report);
+    print_table(rows, &machine, &previous);
+    if report.exists() {
+        std::fs::rename(&report, out.join("report.previous.json")).unwrap();
+    }
     let json = serde_json::to_string_pretty(&report_json(rows, &machine)).unwrap() + "\n";
-    std::fs::write(out.join("report.json"), json).unwrap();
+    std::fs::write(&report, json).unwrap();
     std::fs::write(out.join("report.svg"), svg(rows, &machine)).unwrap();
     println!(
         "\nwrote {} and {}",
@@ -130,7 +138,33 @@ fn machine() -> String {
     )
 }
 
-fn print_table(rows: &[Row], machine: &str) {
+/// A row's key among the previous run's values.
+fn key(group: &str, name: &str) -> String {
+    format!("{group}\n{name}")
+}
+
+/// The values of the previous run's report at `path`, by row; none if there is no report, or it
+/// was a quick run and this one is not (or the other way round).
+fn previous_values(path: &Path) -> HashMap<String, f64> {
+    let Some(report) = std::fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+    else {
+        return HashMap::new();
+    };
+    if report["quick"].as_bool() != Some(quick()) {
+        return HashMap::new();
+    }
+    let rows = report["rows"].as_array().cloned().unwrap_or_default();
+    rows.iter()
+        .filter_map(|row| {
+            let key = key(row["group"].as_str()?, row["name"].as_str()?);
+            Some((key, row["value"].as_f64()?))
+        })
+        .collect()
+}
+
+fn print_table(rows: &[Row], machine: &str, previous: &HashMap<String, f64>) {
     println!(
         "\nredis-bf benchmark: {machine}{}\n",
         if quick() {
@@ -163,8 +197,17 @@ fn print_table(rows: &[Row], machine: &str) {
             }
             None => String::new(),
         };
+        let before = match previous.get(&key(row.group, &row.name)) {
+            Some(&value) if value > 0.0 => {
+                format!(
+                    "  [previous run {value:.3}: {:+.0}%]",
+                    (row.value / value - 1.0) * 100.0
+                )
+            }
+            _ => String::new(),
+        };
         println!(
-            "  {:<58} {:>14.3} {:<5}{versus}",
+            "  {:<58} {:>14.3} {:<5}{versus}{before}",
             row.name, row.value, row.unit
         );
         if !row.pairs.is_empty() {

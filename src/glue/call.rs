@@ -472,7 +472,11 @@ mod tests {
             .as_millis() as u64;
         assert!(coarse <= after, "{coarse} > {after}");
         // A tick is 1 to 10 ms; allow for a loaded machine, far below the margin.
-        assert!(coarse + 100 >= before, "{coarse} is {} ms late", before - coarse);
+        assert!(
+            coarse + 100 >= before,
+            "{coarse} is {} ms late",
+            before - coarse
+        );
         const { assert!(100 < COARSE_MARGIN_MS) };
     }
 }
