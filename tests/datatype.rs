@@ -266,50 +266,30 @@ fn restore_accepts_a_hand_built_valid_filter() {
     );
 }
 
-#[test]
-fn restore_refuses_forged_and_truncated_filters_and_the_server_lives() {
-    let server = Server::start();
-    let mut conn = server.conn();
-    let (envelope, real) = envelope(&mut conn);
-    let bad = Frame::error("ERR Bad data format");
-    let mut forged: Vec<(&str, Vec<Field>)> = Vec::new();
-    let with = |index: usize, field: Field| {
-        let mut fields = valid_fields(0);
-        fields[index] = field;
-        fields
-    };
-    forged.push(("unknown hash family", with(0, Field::Unsigned(7))));
-    forged.push(("expansion over 32768", with(1, Field::Unsigned(40000))));
-    forged.push(("no sub-filters", with(2, Field::Unsigned(0))));
-    forged.push(("zero capacity", with(3, Field::Unsigned(0))));
-    forged.push(("error rate 0", with(4, Field::Double(0.0))));
-    forged.push(("error rate 1.5", with(4, Field::Double(1.5))));
-    forged.push(("error rate NaN", with(4, Field::Double(f64::NAN))));
-    forged.push(("hash count off by one", with(5, Field::Unsigned(9))));
-    forged.push(("4 billion hashes", with(5, Field::Unsigned(4_294_967_296))));
-    forged.push(("bit count off", with(6, Field::Unsigned(1216))));
-    forged.push(("more items than capacity", with(7, Field::Unsigned(101))));
-    forged.push(("short piece", with(8, Field::Buffer(vec![0; 64]))));
-    forged.push(("long piece", with(9, Field::Buffer(vec![0; 32]))));
-    forged.push((
-        "a number where a piece belongs",
-        with(9, Field::Unsigned(16)),
-    ));
+/// What RESTORE answers a payload its loader refuses.
+const BAD_DATA: &str = "ERR Bad data format";
+
+/// [`valid_fields`] with field `index` replaced.
+fn valid_but(index: usize, field: Field) -> Vec<Field> {
+    let mut fields = valid_fields(0);
+    fields[index] = field;
+    fields
+}
+
+/// Chains no real filter is: each field of a valid chain wrong in turn, pieces missing, sub-filters
+/// that growth does not make, a huge filter claimed with no data behind it.
+fn forged_chains() -> Vec<(&'static str, Vec<Field>, &'static str)> {
     let mut missing_piece = valid_fields(0);
     missing_piece.pop();
-    forged.push(("missing piece", missing_piece));
     let mut two_claimed = valid_fields(0);
     two_claimed[2] = Field::Unsigned(2);
-    forged.push(("second sub-filter missing", two_claimed));
     let mut fixed_with_two = valid_fields(100);
     fixed_with_two[1] = Field::Unsigned(0);
     fixed_with_two[2] = Field::Unsigned(2);
     fixed_with_two.extend(valid_fields(0)[3..].iter().cloned());
-    forged.push(("nonscaling with two sub-filters", fixed_with_two));
     let mut breaks_growth = valid_fields(100);
     breaks_growth[2] = Field::Unsigned(2);
     breaks_growth.extend(valid_fields(0)[3..].iter().cloned());
-    forged.push(("second sub-filter not grown by the rule", breaks_growth));
     // A consistent header that claims a petabyte-scale filter, with no data behind it: refused
     // when the first piece is missing, before anything is allocated for it.
     let mut huge = valid_fields(0);
@@ -318,7 +298,6 @@ fn restore_refuses_forged_and_truncated_filters_and_the_server_lives() {
     huge[3] = Field::Unsigned(1 << 50);
     huge[5] = Field::Unsigned(hashes);
     huge[6] = Field::Unsigned(bits);
-    forged.push(("a huge claimed filter", huge));
     // Two sub-filters where the older one still has room: not something growth makes.
     let mut early_growth = valid_fields(50);
     early_growth[2] = Field::Unsigned(2);
@@ -335,39 +314,143 @@ fn restore_refuses_forged_and_truncated_filters_and_the_server_lives() {
             .into_iter()
             .map(|len| Field::Buffer(vec![0; len])),
     );
-    forged.push(("an older sub-filter that is not full", early_growth));
-    let mut forged: Vec<(&str, Vec<Field>)> = forged
+    vec![
+        (
+            "unknown hash family",
+            valid_but(0, Field::Unsigned(7)),
+            BAD_DATA,
+        ),
+        (
+            "expansion over 32768",
+            valid_but(1, Field::Unsigned(40000)),
+            BAD_DATA,
+        ),
+        ("no sub-filters", valid_but(2, Field::Unsigned(0)), BAD_DATA),
+        ("zero capacity", valid_but(3, Field::Unsigned(0)), BAD_DATA),
+        ("error rate 0", valid_but(4, Field::Double(0.0)), BAD_DATA),
+        ("error rate 1.5", valid_but(4, Field::Double(1.5)), BAD_DATA),
+        (
+            "error rate NaN",
+            valid_but(4, Field::Double(f64::NAN)),
+            BAD_DATA,
+        ),
+        (
+            "hash count off by one",
+            valid_but(5, Field::Unsigned(9)),
+            BAD_DATA,
+        ),
+        (
+            "4 billion hashes",
+            valid_but(5, Field::Unsigned(4_294_967_296)),
+            BAD_DATA,
+        ),
+        (
+            "bit count off",
+            valid_but(6, Field::Unsigned(1216)),
+            BAD_DATA,
+        ),
+        (
+            "more items than capacity",
+            valid_but(7, Field::Unsigned(101)),
+            BAD_DATA,
+        ),
+        (
+            "short piece",
+            valid_but(8, Field::Buffer(vec![0; 64])),
+            BAD_DATA,
+        ),
+        (
+            "long piece",
+            valid_but(9, Field::Buffer(vec![0; 32])),
+            BAD_DATA,
+        ),
+        (
+            "a number where a piece belongs",
+            valid_but(9, Field::Unsigned(16)),
+            BAD_DATA,
+        ),
+        ("missing piece", missing_piece, BAD_DATA),
+        ("second sub-filter missing", two_claimed, BAD_DATA),
+        ("nonscaling with two sub-filters", fixed_with_two, BAD_DATA),
+        (
+            "second sub-filter not grown by the rule",
+            breaks_growth,
+            BAD_DATA,
+        ),
+        ("a huge claimed filter", huge, BAD_DATA),
+        (
+            "an older sub-filter that is not full",
+            early_growth,
+            BAD_DATA,
+        ),
+    ]
+}
+
+/// Stored forms no real filter has: each forged chain in use, and a valid chain with the stored
+/// form's own fields (kind, restoring state) wrong.
+fn forged_stored_forms() -> Vec<(&'static str, Vec<Field>, &'static str)> {
+    let mut forged: Vec<(&str, Vec<Field>, &str)> = forged_chains()
         .into_iter()
-        .map(|(what, fields)| (what, in_use(fields)))
+        .map(|(what, fields, error)| (what, in_use(fields), error))
         .collect();
     let mut trailing = in_use(valid_fields(0));
     trailing.push(Field::Unsigned(1));
-    forged.push(("trailing data", trailing));
     let mut no_state = vec![Field::Unsigned(0)];
     no_state.extend(valid_fields(0));
-    forged.push(("no restoring state", no_state));
-    forged.push((
-        "no kind",
-        valid_fields(0)
-            .into_iter()
-            .chain([Field::Unsigned(0)])
-            .collect(),
-    ));
+    let no_kind = valid_fields(0)
+        .into_iter()
+        .chain([Field::Unsigned(0)])
+        .collect();
     let mut unknown_kind = in_use(valid_fields(0));
     unknown_kind[0] = Field::Unsigned(7);
-    forged.push(("unknown kind", unknown_kind));
-    // 144 bytes of bits: one chunk, so the only place a restore can be at is its start.
-    forged.push(("restoring at the end", restoring_at(valid_fields(0), 145)));
-    forged.push(("restoring inside a chunk", restoring_at(valid_fields(0), 9)));
-    for (what, fields) in forged {
+    forged.extend([
+        ("trailing data", trailing, BAD_DATA),
+        ("no restoring state", no_state, BAD_DATA),
+        ("no kind", no_kind, BAD_DATA),
+        ("unknown kind", unknown_kind, BAD_DATA),
+        // 144 bytes of bits: one chunk, so the only place a restore can be at is its start.
+        (
+            "restoring at the end",
+            restoring_at(valid_fields(0), 145),
+            BAD_DATA,
+        ),
+        (
+            "restoring inside a chunk",
+            restoring_at(valid_fields(0), 9),
+            BAD_DATA,
+        ),
+    ]);
+    forged
+}
+
+/// The server still answers, and the filter the envelope came from is intact.
+fn still_answers(conn: &mut common::Conn) {
+    assert_eq!(conn.call(&["PING"]), Frame::simple("PONG"));
+    assert_eq!(conn.call(&["BF.EXISTS", "model", "x"]), Frame::Int(1));
+}
+
+#[test]
+fn restore_refuses_forged_filters_and_the_server_lives() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let (envelope, _) = envelope(&mut conn);
+    for (what, fields, error) in forged_stored_forms() {
         let payload = envelope.payload(&fields);
         assert_eq!(
             conn.call(&[&b"RESTORE"[..], b"forged", b"0", &payload]),
-            bad,
+            Frame::error(error),
             "{what}"
         );
     }
-    // Every truncation of a real payload is refused too.
+    assert_eq!(conn.call(&["EXISTS", "forged"]), Frame::Int(0));
+    still_answers(&mut conn);
+}
+
+#[test]
+fn restore_refuses_every_truncation_of_a_real_payload_and_the_server_lives() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let (envelope, real) = envelope(&mut conn);
     // (The last two cuts are left out: the two RDB-version bytes the envelope appends then stand
     // in for the missing tail and can make a different, well-formed filter.)
     for len in 0..envelope.body_len(&real) - 2 {
@@ -375,7 +458,6 @@ fn restore_refuses_forged_and_truncated_filters_and_the_server_lives() {
         let reply = conn.call(&[&b"RESTORE"[..], b"cut", b"0", &payload]);
         assert!(reply.is_error(), "cut at {len}: {reply:?}");
     }
-    assert_eq!(conn.call(&["EXISTS", "forged", "cut"]), Frame::Int(0));
-    assert_eq!(conn.call(&["PING"]), Frame::simple("PONG"));
-    assert_eq!(conn.call(&["BF.EXISTS", "model", "x"]), Frame::Int(1));
+    assert_eq!(conn.call(&["EXISTS", "cut"]), Frame::Int(0));
+    still_answers(&mut conn);
 }
