@@ -6,7 +6,7 @@
 mod common;
 
 use common::payload::{Envelope, Field};
-use common::{Frame, Server};
+use common::{Forged, Frame, Server};
 
 #[test]
 fn debug_reload_and_a_restart_keep_every_bit() {
@@ -278,7 +278,7 @@ fn valid_but(index: usize, field: Field) -> Vec<Field> {
 
 /// Chains no real filter is: each field of a valid chain wrong in turn, pieces missing, sub-filters
 /// that growth does not make, a huge filter claimed with no data behind it.
-fn forged_chains() -> Vec<(&'static str, Vec<Field>, &'static str)> {
+fn forged_chains() -> Vec<Forged<Vec<Field>>> {
     let mut missing_piece = valid_fields(0);
     missing_piece.pop();
     let mut two_claimed = valid_fields(0);
@@ -388,8 +388,8 @@ fn forged_chains() -> Vec<(&'static str, Vec<Field>, &'static str)> {
 
 /// Stored forms no real filter has: each forged chain in use, and a valid chain with the stored
 /// form's own fields (kind, restoring state) wrong.
-fn forged_stored_forms() -> Vec<(&'static str, Vec<Field>, &'static str)> {
-    let mut forged: Vec<(&str, Vec<Field>, &str)> = forged_chains()
+fn forged_stored_forms() -> Vec<Forged<Vec<Field>>> {
+    let mut forged: Vec<Forged<Vec<Field>>> = forged_chains()
         .into_iter()
         .map(|(what, fields, error)| (what, in_use(fields), error))
         .collect();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{scandump, Conn, Frame, Options, Server};
+use common::{scandump, Conn, Forged, Frame, Options, Server};
 
 /// Replays chunks into `key` with BF.LOADCHUNK.
 fn loadchunks(conn: &mut Conn, key: &str, chunks: &[(i64, Vec<u8>)]) {
@@ -191,7 +191,7 @@ fn source_dump(conn: &mut Conn) -> Vec<(i64, Vec<u8>)> {
 
 /// Dump headers no real filter has, each with the error BF.LOADCHUNK refuses it with: each field
 /// of a real `header` wrong in turn, a cut header, none at all.
-fn forged_headers(header: &[u8]) -> Vec<(&'static str, Vec<u8>, &'static str)> {
+fn forged_headers(header: &[u8]) -> Vec<Forged<Vec<u8>>> {
     let patched = |at: usize, bytes: &[u8]| {
         let mut forged = header.to_vec();
         forged[at..at + bytes.len()].copy_from_slice(bytes);
