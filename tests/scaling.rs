@@ -118,10 +118,13 @@ fn the_size_ceiling_guards_every_path_that_allocates() {
     );
 }
 
+/// The error-rate floor: 2^-1020.
+const FLOOR: &str = "8.900295434028806e-308";
+/// The double just under it.
+const BELOW: &str = "8.900295434028805e-308";
+
 #[test]
-fn every_accepted_error_rate_makes_a_filter_that_can_grow_and_the_floor_is_checked_everywhere() {
-    const FLOOR: &str = "8.900295434028806e-308"; // 2^-1020
-    const BELOW: &str = "8.900295434028805e-308"; // the double just under it
+fn an_error_rate_under_the_floor_is_refused_by_every_command_and_config() {
     let server = Server::start();
     let mut conn = server.conn();
     let bad_error = Frame::error(
@@ -146,7 +149,12 @@ fn every_accepted_error_rate_makes_a_filter_that_can_grow_and_the_floor_is_check
         );
     }
     assert_eq!(conn.call(&["EXISTS", "k"]), Frame::Int(0));
-    // At the floor: created (each way) and grown.
+}
+
+#[test]
+fn at_the_floor_a_filter_is_made_each_way_and_grows() {
+    let server = Server::start();
+    let mut conn = server.conn();
     assert_eq!(
         conn.call(&["BF.RESERVE", "k", FLOOR, "1", "EXPANSION", "1"]),
         Frame::ok()
@@ -193,7 +201,10 @@ fn every_accepted_error_rate_makes_a_filter_that_can_grow_and_the_floor_is_check
         conn.call(&["BF.INFO", "auto", "FILTERS"]),
         Frame::Array(vec![Frame::Int(2)])
     );
-    // As a load argument: the floor loads, the double under it does not.
+}
+
+#[test]
+fn as_a_load_argument_the_floor_loads_and_the_double_under_it_does_not() {
     let server = Server::with(Options::default().module_args(&["error-rate", FLOOR]));
     assert_eq!(
         server

@@ -51,17 +51,13 @@ fn names(prefix: &str, first: usize, count: usize) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn reserve_and_insert_take_a_window_and_refuse_bad_ones() {
-    let server = Server::start();
-    let mut conn = server.conn();
+/// Four windowed filters, `a` to `d`, made by BF.RESERVE and BF.INSERT with WINDOW and the other
+/// options of each command, in any order and letter case (`d` holds `x` and `y`).
+fn four_windowed_filters(conn: &mut Conn) {
     // Options in any order and letter case, with the other options of each command.
+    ok(conn, &["BF.RESERVE", "a", "0.01", "100", "WINDOW", "60"]);
     ok(
-        &mut conn,
-        &["BF.RESERVE", "a", "0.01", "100", "WINDOW", "60"],
-    );
-    ok(
-        &mut conn,
+        conn,
         &[
             "BF.RESERVE",
             "b",
@@ -74,7 +70,7 @@ fn reserve_and_insert_take_a_window_and_refuse_bad_ones() {
         ],
     );
     ok(
-        &mut conn,
+        conn,
         &[
             "BF.RESERVE",
             "c",
@@ -101,6 +97,19 @@ fn reserve_and_insert_take_a_window_and_refuse_bad_ones() {
         ]),
         Frame::Array(vec![Frame::Int(1), Frame::Int(1)])
     );
+}
+
+/// INFO bf counts the four filters of [`four_windowed_filters`], and only them.
+fn counted_four(server: &Server) {
+    assert_eq!(info_bf(server, "bf_windowed_filters"), 4);
+    assert_eq!(info_bf(server, "bf_filters"), 4);
+}
+
+#[test]
+fn reserve_and_insert_take_a_window_with_their_other_options_in_any_order_and_case() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    four_windowed_filters(&mut conn);
     for (key, window, capacity, expansion) in [
         ("a", 60, 100, 4),
         ("b", 1, 100, 3),
@@ -135,7 +144,14 @@ fn reserve_and_insert_take_a_window_and_refuse_bad_ones() {
         conn.call(&["BF.INFO", "d", "WINDOW"]),
         Frame::Array(vec![Frame::Int(2)])
     );
+    counted_four(&server);
+}
 
+#[test]
+fn bad_windows_are_refused_with_exact_errors_and_leave_no_filter() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    four_windowed_filters(&mut conn);
     let bad_window =
         "ERR bad window: must be a whole number of seconds from 1 to 315576000 (ten years)";
     let refused: [(&[&str], String); 10] = [
@@ -206,6 +222,15 @@ fn reserve_and_insert_take_a_window_and_refuse_bad_ones() {
             "{command:?}"
         );
     }
+    assert_eq!(conn.call(&["EXISTS", "e"]), Frame::Int(0));
+    counted_four(&server);
+}
+
+#[test]
+fn a_windowed_filters_error_rate_leaves_room_for_a_part_of_one_item() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    four_windowed_filters(&mut conn);
     // The error rate a window can take: a part of one item gets its share of it, which must
     // stay a rate a filter can be built for at any capacity (the message says how low).
     assert_eq!(
@@ -215,11 +240,8 @@ fn reserve_and_insert_take_a_window_and_refuse_bad_ones() {
     );
     ok(&mut conn, &["BF.RESERVE", "plain", "1e-300", "100"]);
     assert_eq!(conn.call(&["DEL", "plain"]), Frame::Int(1));
-    for key in ["e", "probe"] {
-        assert_eq!(conn.call(&["EXISTS", key]), Frame::Int(0), "{key}");
-    }
-    assert_eq!(info_bf(&server, "bf_windowed_filters"), 4);
-    assert_eq!(info_bf(&server, "bf_filters"), 4);
+    assert_eq!(conn.call(&["EXISTS", "probe"]), Frame::Int(0));
+    counted_four(&server);
 }
 
 #[test]
