@@ -208,9 +208,11 @@ fn no_command_permission(user: &str, command: &str) -> Frame {
     common::no_command_permission(user, command)
 }
 
+/// docs/cluster.md, where the recipes are.
+const DOCS: &str = include_str!("../docs/cluster.md");
+
 #[test]
-fn the_readme_acl_recipes_do_what_it_says() {
-    let readme = include_str!("../docs/cluster.md");
+fn the_acl_recipes_are_the_users_docs_cluster_md_gives() {
     for (name, rules) in [
         ("checker", CHECKER),
         ("tenant-a", TENANT_A),
@@ -220,17 +222,25 @@ fn the_readme_acl_recipes_do_what_it_says() {
     ] {
         let line = format!("ACL SETUSER {name} on >secret {}", rules.join(" "));
         assert!(
-            readme.contains(&line),
+            DOCS.contains(&line),
             "docs/cluster.md lacks the recipe: {line}"
         );
     }
+}
 
+/// A server with the filters the recipes act on, `f` and `tenant:b:x` (each holding `a`, `b` and
+/// `c`), and its admin connection.
+fn recipe_server() -> (Server, Conn) {
     let server = Server::start();
     let mut admin = server.conn();
     filter_with_abc(&mut admin, "f");
     filter_with_abc(&mut admin, "tenant:b:x");
+    (server, admin)
+}
 
-    // checker: checks anything, writes nothing.
+#[test]
+fn the_checker_recipe_checks_anything_and_writes_nothing() {
+    let (server, mut admin) = recipe_server();
     let mut checker = acl_user(&server, "checker", CHECKER);
     assert_eq!(checker.call(&["BF.EXISTS", "f", "a"]), Frame::Int(1));
     assert_eq!(
@@ -250,8 +260,11 @@ fn the_readme_acl_recipes_do_what_it_says() {
         acl_dry_run(&mut admin, "checker", &["BF.SCANDUMP", "f", "0"]),
         common::dry_run_denied_command("checker", "bf.scandump")
     );
+}
 
-    // tenant-a: everything on tenant:a:*, nothing on tenant:b:x.
+#[test]
+fn the_tenant_recipe_does_everything_on_its_keys_and_nothing_on_another_tenants() {
+    let (server, mut admin) = recipe_server();
     let mut tenant = acl_user(&server, "tenant-a", TENANT_A);
     assert_eq!(
         tenant.call(&["BF.RESERVE", "tenant:a:f", "0.01", "100"]),
@@ -283,11 +296,16 @@ fn the_readme_acl_recipes_do_what_it_says() {
         acl_dry_run(&mut admin, "tenant-a", &["BF.ADD", "tenant:b:x", "item"]),
         common::dry_run_denied_key("tenant-a", "tenant:b:x")
     );
-    assert!(readme.contains(
+    assert!(DOCS.contains(
         "ACL DRYRUN tenant-a BF.ADD tenant:b:x item    # \"This user has no permissions to access the 'tenant:b:x' key\""
     ));
+}
 
-    // auditor: reads both tenants, writes neither.
+#[test]
+fn the_auditor_recipe_reads_both_tenants_and_writes_neither() {
+    let (server, mut admin) = recipe_server();
+    // Tenant a's filter, as the tenant made it.
+    filter_with_abc(&mut admin, "tenant:a:f");
     let mut auditor = acl_user(&server, "auditor", AUDITOR);
     assert_eq!(
         auditor.call(&["BF.EXISTS", "tenant:b:x", "a"]),
@@ -302,8 +320,11 @@ fn the_readme_acl_recipes_do_what_it_says() {
         auditor.call(&["BF.EXISTS", "other", "a"]),
         no_key_permission()
     );
+}
 
-    // backup and restore: a whole filter, chunk by chunk, into a new key.
+#[test]
+fn the_backup_and_restore_recipes_copy_a_whole_filter_chunk_by_chunk() {
+    let (server, mut admin) = recipe_server();
     let mut backup = acl_user(&server, "backup", BACKUP);
     let mut restore = acl_user(&server, "restore", RESTORE);
     let scanned = backup.call(&["SCAN", "0"]);

@@ -3,6 +3,12 @@
 mod common;
 
 use common::Server;
+use redis::bloom::{
+    BloomFilterDumpIterator, BloomFilterInfoType, BloomFilterInfoTypeResponse,
+    BloomFilterInsertOptions, BloomFilterScalingOptions,
+};
+use redis::{Commands, Value};
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 
@@ -75,16 +81,9 @@ fn node_redis_drives_the_dialect_in_resp2_and_resp3() {
     );
 }
 
-/// The redis crate (redis-rs) with its `bloom` feature: the typed `bf_*` commands, in RESP2 and
-/// RESP3.
-#[test]
-fn redis_rs_drives_the_dialect_in_resp2_and_resp3() {
-    use redis::bloom::{
-        BloomFilterDumpIterator, BloomFilterInfoType, BloomFilterInsertOptions,
-        BloomFilterScalingOptions,
-    };
-    use redis::{Commands, Value};
-
+/// Runs `test` on a connection of the redis crate (redis-rs) to a fresh server in RESP2, then
+/// in RESP3 (`"resp2"`, `"resp3"`), each time on an empty keyspace.
+fn with_redis_rs(test: impl Fn(&mut redis::Connection, &str)) {
     let server = Server::start();
     for protocol in ["resp2", "resp3"] {
         let client = redis::Client::open(format!(
@@ -94,9 +93,49 @@ fn redis_rs_drives_the_dialect_in_resp2_and_resp3() {
         .unwrap();
         let mut con = client.get_connection().unwrap();
         let _: () = redis::cmd("FLUSHALL").query(&mut con).unwrap();
-        let error_text = |err: redis::RedisError| err.detail().unwrap_or_default().to_string();
+        test(&mut con, protocol);
+    }
+}
 
-        // reserve, in its three forms
+/// The text of an error reply, as redis-rs gives it.
+fn error_text(err: redis::RedisError) -> String {
+    err.detail().unwrap_or_default().to_string()
+}
+
+/// The options the redis-rs tests make `inserted` with (this client sends NOCREATE and ERROR
+/// before CAPACITY).
+fn insert_options() -> BloomFilterInsertOptions {
+    BloomFilterInsertOptions::default()
+        .capacity(500)
+        .error_rate(0.001)
+        .expansion(BloomFilterScalingOptions::ExpansionRate(3))
+}
+
+/// The filters the redis-rs tests read, made through the crate as the first tests make them:
+/// `urls` (1,000 items at 1%) holding `https://example.com/`, `a` and `b`; `wide` (EXPANSION 4);
+/// `inserted` (capacity 500 at 0.1%, EXPANSION 3) holding `p` and `q`.
+fn urls_wide_and_inserted(con: &mut redis::Connection) {
+    let _: () = con.bf_reserve("urls", 0.01, 1000).unwrap();
+    let _: () = con
+        .bf_reserve_options(
+            "wide",
+            0.001,
+            100,
+            BloomFilterScalingOptions::ExpansionRate(4),
+        )
+        .unwrap();
+    let _: bool = con.bf_add("urls", "https://example.com/").unwrap();
+    let _: Vec<bool> = con.bf_madd("urls", &["a", "b", "a"]).unwrap();
+    let _: Vec<bool> = con
+        .bf_insert_options("inserted", &["p", "q"], insert_options())
+        .unwrap();
+}
+
+/// redis-rs with its `bloom` feature: the typed `bf_*` commands, in RESP2 and RESP3. Reserve in its
+/// three forms, add and madd, and a full non-scaling filter.
+#[test]
+fn redis_rs_reserves_and_adds_in_resp2_and_resp3() {
+    with_redis_rs(|con, protocol| {
         let _: () = con.bf_reserve("urls", 0.01, 1000).unwrap();
         let _: () = con
             .bf_reserve_options(
@@ -112,7 +151,6 @@ fn redis_rs_drives_the_dialect_in_resp2_and_resp3() {
         let again: Result<(), _> = con.bf_reserve("urls", 0.01, 1000);
         assert_eq!(error_text(again.unwrap_err()), "item exists", "{protocol}");
 
-        // add / madd
         assert!(con
             .bf_add::<_, _, bool>("urls", "https://example.com/")
             .unwrap());
@@ -127,7 +165,7 @@ fn redis_rs_drives_the_dialect_in_resp2_and_resp3() {
         let full: Result<Value, _> = redis::cmd("BF.MADD")
             .arg("fixed")
             .arg(&["x", "y", "z"])
-            .query(&mut con);
+            .query(con);
         assert_eq!(
             error_text(full.unwrap_err()),
             "non scaling filter is full",
@@ -135,14 +173,14 @@ fn redis_rs_drives_the_dialect_in_resp2_and_resp3() {
         );
         let found: Vec<bool> = con.bf_mexists("fixed", &["x", "y", "z"]).unwrap();
         assert_eq!(found, [true, true, false], "{protocol}");
+    });
+}
 
-        // insert with options (this client sends NOCREATE and ERROR before CAPACITY)
-        let options = BloomFilterInsertOptions::default()
-            .capacity(500)
-            .error_rate(0.001)
-            .expansion(BloomFilterScalingOptions::ExpansionRate(3));
+#[test]
+fn redis_rs_inserts_with_options_in_resp2_and_resp3() {
+    with_redis_rs(|con, protocol| {
         let inserted: Vec<bool> = con
-            .bf_insert_options("inserted", &["p", "q"], options)
+            .bf_insert_options("inserted", &["p", "q"], insert_options())
             .unwrap();
         assert_eq!(inserted, [true, true], "{protocol}");
         let inserted: Vec<bool> = con.bf_insert("plain", &["p"]).unwrap();
@@ -153,8 +191,13 @@ fn redis_rs_drives_the_dialect_in_resp2_and_resp3() {
             BloomFilterInsertOptions::default().nocreate(),
         );
         assert_eq!(error_text(nowhere.unwrap_err()), "not found", "{protocol}");
+    });
+}
 
-        // exists / mexists
+#[test]
+fn redis_rs_checks_items_in_resp2_and_resp3() {
+    with_redis_rs(|con, protocol| {
+        urls_wide_and_inserted(con);
         assert!(con
             .bf_exists::<_, _, bool>("urls", "https://example.com/")
             .unwrap());
@@ -164,29 +207,40 @@ fn redis_rs_drives_the_dialect_in_resp2_and_resp3() {
         assert!(!con.bf_exists::<_, _, bool>("missing", "a").unwrap());
         let found: Vec<bool> = con.bf_mexists("urls", &["a", "zzz", "b"]).unwrap();
         assert_eq!(found, [true, false, true], "{protocol}");
+    });
+}
 
-        // info (whole and by field) and card
-        let info: std::collections::HashMap<String, redis::bloom::BloomFilterInfoTypeResponse> =
-            con.bf_info("urls").unwrap();
+#[test]
+fn redis_rs_reads_info_whole_and_by_field_and_card_in_resp2_and_resp3() {
+    with_redis_rs(|con, protocol| {
+        urls_wide_and_inserted(con);
+        let info: HashMap<String, BloomFilterInfoTypeResponse> = con.bf_info("urls").unwrap();
         assert_eq!(info.len(), 5, "{protocol}: {info:?}");
         assert_eq!(info["Capacity"], 1000.0);
         assert_eq!(info["Number of filters"], 1.0);
         assert_eq!(info["Number of items inserted"], 3.0);
         assert_eq!(info["Expansion rate"], 2.0);
         assert!(*info["Size"] > 1000.0 * 11.0 / 8.0);
-        let capacity: redis::bloom::BloomFilterInfoTypeResponse = con
+        let capacity: BloomFilterInfoTypeResponse = con
             .bf_info_type("inserted", BloomFilterInfoType::Capacity)
             .unwrap();
         assert_eq!(capacity, 500.0);
-        let expansion: redis::bloom::BloomFilterInfoTypeResponse = con
+        let expansion: BloomFilterInfoTypeResponse = con
             .bf_info_type("wide", BloomFilterInfoType::Expansion)
             .unwrap();
         assert_eq!(expansion, 4.0);
         assert_eq!(con.bf_card::<_, usize>("urls").unwrap(), 3);
         assert_eq!(con.bf_card::<_, usize>("missing").unwrap(), 0);
+    });
+}
 
+#[test]
+fn redis_rs_copies_a_filter_with_its_dump_iterator_in_resp2_and_resp3() {
+    with_redis_rs(|con, protocol| {
+        urls_wide_and_inserted(con);
+        let info: HashMap<String, BloomFilterInfoTypeResponse> = con.bf_info("urls").unwrap();
         // scandump / loadchunk through the crate's own iterator
-        let chunks: Vec<_> = BloomFilterDumpIterator::new(&mut con, "urls")
+        let chunks: Vec<_> = BloomFilterDumpIterator::new(con, "urls")
             .map(|chunk| chunk.unwrap())
             .collect();
         assert_eq!(chunks[0].iterator, 1, "{protocol}");
@@ -194,7 +248,7 @@ fn redis_rs_drives_the_dialect_in_resp2_and_resp3() {
         for chunk in chunks {
             let _: () = con.bf_loadchunk("urls-copy", chunk).unwrap();
         }
-        let copied: std::collections::HashMap<String, redis::bloom::BloomFilterInfoTypeResponse> =
+        let copied: HashMap<String, BloomFilterInfoTypeResponse> =
             con.bf_info("urls-copy").unwrap();
         assert_eq!(copied, info, "{protocol}");
         let digest = |con: &mut redis::Connection, key: &str| -> Vec<String> {
@@ -204,8 +258,8 @@ fn redis_rs_drives_the_dialect_in_resp2_and_resp3() {
                 .query(con)
                 .unwrap()
         };
-        assert_eq!(digest(&mut con, "urls-copy"), digest(&mut con, "urls"));
-    }
+        assert_eq!(digest(con, "urls-copy"), digest(con, "urls"));
+    });
 }
 
 /// Runs a cluster client script against a fresh cluster of three primaries (`program script port

@@ -3,7 +3,8 @@
 //! 1,000 filters over the shards; the replicas hold copies that answer; a primary dies by SIGKILL
 //! and its replica takes over with every filter intact; a range of slots holding filters moves to
 //! another primary with `redis-cli --cluster reshard` (MIGRATE of module keys) and the filters
-//! answer on their new owner.
+//! answer on their new owner. Each test makes and fills its own cluster, one cluster at a time; the
+//! slots move onto the replica a failover promoted.
 
 mod common;
 
@@ -11,6 +12,7 @@ use common::{Frame, Options, Server};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -213,10 +215,43 @@ fn all_filters_answer(conn: &mut ClusterConnection, extra_item: Option<&str>) {
     }
 }
 
-#[test]
-fn filters_live_on_a_cluster_through_failover_and_resharding() {
-    // Six nodes; redis-cli makes the first three primaries and gives each a replica.
-    let mut servers: Vec<Server> = (0..6)
+/// One cluster at a time: nodes time out after 1 s (the harness's setting, made for failover), and
+/// two clusters side by side on a busy 2-core machine could trip that.
+static ONE_CLUSTER: Mutex<()> = Mutex::new(());
+
+/// A cluster of six nodes holding the test's filters: three primaries, each with a replica.
+struct Cluster {
+    servers: Vec<Server>,
+    /// The nodes as the first one saw them once the cluster was healthy.
+    topology: Vec<Node>,
+    primaries: Vec<Node>,
+    _one_at_a_time: MutexGuard<'static, ()>,
+}
+
+impl Cluster {
+    /// The index in `servers` of the node on `port`.
+    fn by_port(&self, port: u16) -> usize {
+        self.servers.iter().position(|s| s.port == port).unwrap()
+    }
+
+    /// The index in `servers` of the replica of `primary`.
+    fn replica_of(&self, primary: &Node) -> usize {
+        let replica = self
+            .topology
+            .iter()
+            .find(|n| n.replica_of.as_deref() == Some(primary.id.as_str()))
+            .unwrap_or_else(|| panic!("no replica of {primary:?}"));
+        self.by_port(replica.port)
+    }
+}
+
+/// Six nodes joined by redis-cli, which makes the first three primaries and gives each a replica;
+/// then 1,000 filters, made four ways, each with ten items.
+fn filled_cluster() -> Cluster {
+    let one_at_a_time = ONE_CLUSTER
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let servers: Vec<Server> = (0..6)
         .map(|_| Server::with(Options::cluster_node()))
         .collect();
     let addresses: Vec<String> = servers
@@ -238,90 +273,97 @@ fn filters_live_on_a_cluster_through_failover_and_resharding() {
     });
 
     let topology = nodes(&servers[0]);
-    let ports: Vec<u16> = servers.iter().map(|server| server.port).collect();
-    let by_port = |port: u16| ports.iter().position(|p| *p == port).unwrap();
     let primaries: Vec<Node> = topology.iter().filter(|n| n.primary).cloned().collect();
     assert_eq!(primaries.len(), 3, "{topology:?}");
     assert_eq!(primaries.iter().map(Node::slot_count).sum::<usize>(), 16384);
-    let replica_of = |primary: &Node| -> usize {
-        let replica = topology
-            .iter()
-            .find(|n| n.replica_of.as_deref() == Some(primary.id.as_str()))
-            .unwrap_or_else(|| panic!("no replica of {primary:?}"));
-        by_port(replica.port)
-    };
-
-    // 1,000 filters, made four ways, each with ten items.
     let mut conn = client(&servers.iter().collect::<Vec<_>>());
     for filter in 0..FILTERS {
-        let key = key(filter);
-        let items = items(filter);
-        match filter % 4 {
-            0 => {
-                let reply: String = redis::cmd("BF.RESERVE")
+        make_filter(&mut conn, filter);
+    }
+    Cluster {
+        servers,
+        topology,
+        primaries,
+        _one_at_a_time: one_at_a_time,
+    }
+}
+
+/// Makes filter number `filter` with its ten items, one of four ways by its number.
+fn make_filter(conn: &mut ClusterConnection, filter: usize) {
+    let key = key(filter);
+    let items = items(filter);
+    match filter % 4 {
+        0 => {
+            let reply: String = redis::cmd("BF.RESERVE")
+                .arg(&key)
+                .arg("0.001")
+                .arg(1000)
+                .query(conn)
+                .unwrap();
+            assert_eq!(reply, "OK");
+            let added: Vec<i64> = redis::cmd("BF.MADD")
+                .arg(&key)
+                .arg(&items)
+                .query(conn)
+                .unwrap();
+            assert_eq!(added, vec![1; ITEMS], "{key}");
+        }
+        1 => {
+            for item in &items {
+                let added: i64 = redis::cmd("BF.ADD")
                     .arg(&key)
-                    .arg("0.001")
-                    .arg(1000)
-                    .query(&mut conn)
+                    .arg(item)
+                    .query(conn)
                     .unwrap();
-                assert_eq!(reply, "OK");
-                let added: Vec<i64> = redis::cmd("BF.MADD")
-                    .arg(&key)
-                    .arg(&items)
-                    .query(&mut conn)
-                    .unwrap();
-                assert_eq!(added, vec![1; ITEMS], "{key}");
-            }
-            1 => {
-                for item in &items {
-                    let added: i64 = redis::cmd("BF.ADD")
-                        .arg(&key)
-                        .arg(item)
-                        .query(&mut conn)
-                        .unwrap();
-                    assert_eq!(added, 1, "{key} {item}");
-                }
-            }
-            2 => {
-                let added: Vec<i64> = redis::cmd("BF.MADD")
-                    .arg(&key)
-                    .arg(&items)
-                    .query(&mut conn)
-                    .unwrap();
-                assert_eq!(added, vec![1; ITEMS], "{key}");
-            }
-            _ => {
-                let added: Vec<i64> = redis::cmd("BF.INSERT")
-                    .arg(&key)
-                    .arg("CAPACITY")
-                    .arg(500)
-                    .arg("ERROR")
-                    .arg("0.0001")
-                    .arg("ITEMS")
-                    .arg(&items)
-                    .query(&mut conn)
-                    .unwrap();
-                assert_eq!(added, vec![1; ITEMS], "{key}");
+                assert_eq!(added, 1, "{key} {item}");
             }
         }
-        let inserted: Vec<i64> = redis::cmd("BF.INFO")
-            .arg(&key)
-            .arg("ITEMS")
-            .query(&mut conn)
-            .unwrap();
-        assert_eq!(inserted, vec![ITEMS as i64], "{key}");
-        let capacity: Vec<i64> = redis::cmd("BF.INFO")
-            .arg(&key)
-            .arg("CAPACITY")
-            .query(&mut conn)
-            .unwrap();
-        let wanted = match filter % 4 {
-            0 => 1000,
-            3 => 500,
-            _ => 100, // bf.initial-size
-        };
-        assert_eq!(capacity, vec![wanted], "{key}");
+        2 => {
+            let added: Vec<i64> = redis::cmd("BF.MADD")
+                .arg(&key)
+                .arg(&items)
+                .query(conn)
+                .unwrap();
+            assert_eq!(added, vec![1; ITEMS], "{key}");
+        }
+        _ => {
+            let added: Vec<i64> = redis::cmd("BF.INSERT")
+                .arg(&key)
+                .arg("CAPACITY")
+                .arg(500)
+                .arg("ERROR")
+                .arg("0.0001")
+                .arg("ITEMS")
+                .arg(&items)
+                .query(conn)
+                .unwrap();
+            assert_eq!(added, vec![1; ITEMS], "{key}");
+        }
     }
+    let inserted: Vec<i64> = redis::cmd("BF.INFO")
+        .arg(&key)
+        .arg("ITEMS")
+        .query(conn)
+        .unwrap();
+    assert_eq!(inserted, vec![ITEMS as i64], "{key}");
+    let capacity: Vec<i64> = redis::cmd("BF.INFO")
+        .arg(&key)
+        .arg("CAPACITY")
+        .query(conn)
+        .unwrap();
+    let wanted = match filter % 4 {
+        0 => 1000,
+        3 => 500,
+        _ => 100, // bf.initial-size
+    };
+    assert_eq!(capacity, vec![wanted], "{key}");
+}
+
+#[test]
+fn filters_spread_over_every_shard_and_answer_through_a_cluster_client() {
+    let cluster = filled_cluster();
+    let servers = &cluster.servers;
+    let mut conn = client(&servers.iter().collect::<Vec<_>>());
     all_filters_answer(&mut conn, None);
     let absent: i64 = redis::cmd("BF.EXISTS")
         .arg(key(0))
@@ -332,8 +374,8 @@ fn filters_live_on_a_cluster_through_failover_and_resharding() {
 
     // Spread over every shard, each key on the primary that owns its slot.
     let mut held = 0;
-    for primary in &primaries {
-        let server = &servers[by_port(primary.port)];
+    for primary in &cluster.primaries {
+        let server = &servers[cluster.by_port(primary.port)];
         let keys = keys_on(server);
         assert!(
             keys.len() > FILTERS / 6,
@@ -347,22 +389,38 @@ fn filters_live_on_a_cluster_through_failover_and_resharding() {
         held += answers_directly(server, false);
     }
     assert_eq!(held, FILTERS);
+}
 
-    // The replicas hold copies that answer.
-    for primary in &primaries {
-        let primary_server = &servers[by_port(primary.port)];
-        let replica = &servers[replica_of(primary)];
+#[test]
+fn replicas_hold_copies_that_answer() {
+    let cluster = filled_cluster();
+    let servers = &cluster.servers;
+    for primary in &cluster.primaries {
+        let primary_server = &servers[cluster.by_port(primary.port)];
+        let replica = &servers[cluster.replica_of(primary)];
         replica.catch_up(primary_server);
         assert_eq!(keys_on(replica), keys_on(primary_server));
         answers_directly(replica, true);
     }
+}
 
-    // SIGKILL one primary: its replica takes over, and every filter still answers, also to
-    // writes.
-    let victim = primaries[0].clone();
-    let heir = replica_of(&victim);
-    let victim_keys = keys_on(&servers[by_port(victim.port)]);
-    servers[by_port(victim.port)].kill();
+/// After a failover: the index (in `servers`) of the replica that took the primary's place, the
+/// indexes of the nodes still running, and a cluster client on them.
+struct FailedOver {
+    heir: usize,
+    survivors: Vec<usize>,
+    conn: ClusterConnection,
+}
+
+/// SIGKILLs the first primary and waits for its replica to take over: the replica owns the
+/// primary's slots and holds its keys, and the cluster marks the primary failed.
+fn fail_over(cluster: &mut Cluster) -> FailedOver {
+    let victim = cluster.primaries[0].clone();
+    let heir = cluster.replica_of(&victim);
+    let victim_index = cluster.by_port(victim.port);
+    let servers = &mut cluster.servers;
+    let victim_keys = keys_on(&servers[victim_index]);
+    servers[victim_index].kill();
     let survivors: Vec<usize> = (0..servers.len())
         .filter(|&index| servers[index].port != victim.port)
         .collect();
@@ -384,27 +442,48 @@ fn filters_live_on_a_cluster_through_failover_and_resharding() {
         .any(|n| n.port == victim.port && n.failed));
     assert_eq!(keys_on(&servers[heir]), victim_keys);
 
-    let mut conn = client(
+    let conn = client(
         &survivors
             .iter()
             .map(|&index| &servers[index])
             .collect::<Vec<_>>(),
     );
-    all_filters_answer(&mut conn, None);
+    FailedOver {
+        heir,
+        survivors,
+        conn,
+    }
+}
+
+/// Adds the item "after failover" to every filter through the cluster client.
+fn add_after_failover(conn: &mut ClusterConnection) {
     for filter in 0..FILTERS {
         let added: i64 = redis::cmd("BF.ADD")
             .arg(key(filter))
             .arg("after failover")
-            .query(&mut conn)
+            .query(conn)
             .unwrap();
         assert_eq!(added, 1, "{}", key(filter));
     }
-    all_filters_answer(&mut conn, Some("after failover"));
+}
 
-    // Move the lowest slots of another primary, enough to carry at least 20 filters, to the
-    // promoted replica: redis-cli moves a source's slots in ascending order, with MIGRATE.
-    let source = primaries[1].clone();
-    let source_server = by_port(source.port);
+#[test]
+fn a_killed_primarys_replica_takes_over_with_every_filter_answering_reads_and_writes() {
+    let mut cluster = filled_cluster();
+    let mut failed_over = fail_over(&mut cluster);
+    let conn = &mut failed_over.conn;
+    all_filters_answer(conn, None);
+    add_after_failover(conn);
+    all_filters_answer(conn, Some("after failover"));
+}
+
+/// Moves the lowest slots of the second primary, enough to carry at least 20 filters, to the
+/// node at `heir` (redis-cli moves a source's slots in ascending order, with MIGRATE), and waits
+/// for the nodes at `survivors` to agree; the index of the source, and the keys moved.
+fn reshard_onto(cluster: &Cluster, heir: usize, survivors: &[usize]) -> (usize, Vec<String>) {
+    let servers = &cluster.servers;
+    let source = &cluster.primaries[1];
+    let source_server = cluster.by_port(source.port);
     let mut source_slots: Vec<u16> = keys_on(&servers[source_server])
         .iter()
         .map(|key| key_slot(&servers[source_server], key))
@@ -442,6 +521,20 @@ fn filters_live_on_a_cluster_through_failover_and_resharding() {
                 .is_some_and(|n| n.owns(last_moved_slot))
         })
     });
+    (source_server, moving)
+}
+
+#[test]
+fn resharding_onto_the_promoted_replica_moves_filters_whole() {
+    let mut cluster = filled_cluster();
+    let FailedOver {
+        heir,
+        survivors,
+        mut conn,
+    } = fail_over(&mut cluster);
+    add_after_failover(&mut conn);
+    let servers = &cluster.servers;
+    let (source_server, moving) = reshard_onto(&cluster, heir, &survivors);
 
     // The moved filters are on the new owner, whole, and gone from the old one.
     let source_keys = keys_on(&servers[source_server]);

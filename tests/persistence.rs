@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{scandump, Conn, Frame, Options, Server};
+use common::{scandump, Conn, Forged, Frame, Options, Server};
 
 /// Replays chunks into `key` with BF.LOADCHUNK.
 fn loadchunks(conn: &mut Conn, key: &str, chunks: &[(i64, Vec<u8>)]) {
@@ -182,20 +182,22 @@ fn a_filter_over_512_megabytes_survives_scandump_loadchunk_and_a_restart() {
     }
 }
 
-#[test]
-fn forged_and_truncated_chunks_are_refused_and_leave_the_key_as_it_was() {
-    let server = Server::start();
-    let mut conn = server.conn();
+/// `src`: a chain of two sub-filters holding 30 items; its dump (a header and two data chunks).
+fn source_dump(conn: &mut Conn) -> Vec<(i64, Vec<u8>)> {
     assert_eq!(conn.call(&["BF.RESERVE", "src", "0.01", "10"]), Frame::ok());
-    add_many(&mut conn, "src", 30);
-    let chunks = scandump(&mut conn, "src");
-    let header = chunks[0].1.clone();
+    add_many(conn, "src", 30);
+    scandump(conn, "src")
+}
+
+/// Dump headers no real filter has, each with the error BF.LOADCHUNK refuses it with: each field
+/// of a real `header` wrong in turn, a cut header, none at all.
+fn forged_headers(header: &[u8]) -> Vec<Forged<Vec<u8>>> {
     let patched = |at: usize, bytes: &[u8]| {
-        let mut forged = header.clone();
+        let mut forged = header.to_vec();
         forged[at..at + bytes.len()].copy_from_slice(bytes);
         forged
     };
-    let bad_headers: Vec<(&str, Vec<u8>, &str)> = vec![
+    vec![
         (
             "magic",
             patched(0, b"MBbloom-"),
@@ -246,8 +248,15 @@ fn forged_and_truncated_chunks_are_refused_and_leave_the_key_as_it_was() {
             Vec::new(),
             "ERR invalid chunk: neither a redis-bf nor a RedisBloom dump header",
         ),
-    ];
-    for (what, forged, error) in bad_headers {
+    ]
+}
+
+#[test]
+fn forged_and_truncated_headers_are_refused_and_leave_no_key() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let chunks = source_dump(&mut conn);
+    for (what, forged, error) in forged_headers(&chunks[0].1) {
         assert_eq!(
             loadchunk(&mut conn, "dst", "1", &forged),
             Frame::error(error),
@@ -255,8 +264,15 @@ fn forged_and_truncated_chunks_are_refused_and_leave_the_key_as_it_was() {
         );
         assert_eq!(conn.call(&["EXISTS", "dst"]), Frame::Int(0), "{what}");
     }
-    // A consistent header for a petabyte filter is refused against the ceiling, before any
-    // allocation.
+    assert_eq!(conn.call(&["PING"]), Frame::simple("PONG"));
+}
+
+#[test]
+fn a_consistent_header_for_a_petabyte_filter_is_refused_against_the_ceiling() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let header = source_dump(&mut conn)[0].1.clone();
+    // Refused against the ceiling, before any allocation.
     let (hashes, bits) = common::sizing(1 << 50, 0.005);
     let mut huge = header[..24 + 36].to_vec();
     huge[20..24].copy_from_slice(&1u32.to_le_bytes());
@@ -272,67 +288,83 @@ fn forged_and_truncated_chunks_are_refused_and_leave_the_key_as_it_was() {
         text.ends_with(" bytes, over bf.max-filter-bytes (1073741824)"),
         "{text}"
     );
-    // Data before the header, a header on an existing filter.
+    assert_eq!(conn.call(&["PING"]), Frame::simple("PONG"));
+}
+
+#[test]
+fn data_before_its_header_a_second_header_and_another_type_are_refused() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let chunks = source_dump(&mut conn);
+    let header = &chunks[0].1;
     assert_eq!(
         loadchunk(&mut conn, "dst", "17", &chunks[1].1),
         Frame::error("ERR not found")
     );
     assert_eq!(
-        loadchunk(&mut conn, "src", "1", &header),
+        loadchunk(&mut conn, "src", "1", header),
         Frame::error("ERR item exists")
     );
-    // Data chunks that are not the next one, or do not fit its slot, leave the filter as it was.
-    assert_eq!(loadchunk(&mut conn, "dst", "1", &header), Frame::ok());
+    conn.call(&["SET", "str", "x"]);
+    assert_eq!(
+        loadchunk(&mut conn, "str", "1", header),
+        Frame::error("WRONGTYPE Operation against a key holding the wrong kind of value")
+    );
+}
+
+#[test]
+fn data_chunks_that_are_not_the_next_one_leave_the_filter_as_it_was() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let chunks = source_dump(&mut conn);
+    assert_eq!(loadchunk(&mut conn, "dst", "1", &chunks[0].1), Frame::ok());
     let not_next = "ERR invalid chunk: not the next one (loaded already, or out of order: the \
                     next chunk starts at byte 0 of the data)";
     let before = digest(&mut conn, "dst");
     let (iterator, data) = &chunks[1];
-    let cases: Vec<(&str, String, Vec<u8>, &str)> = vec![
+    let cases = vec![
         (
             "short",
-            iterator.to_string(),
-            data[..data.len() - 1].to_vec(),
+            (iterator.to_string(), data[..data.len() - 1].to_vec()),
             not_next,
         ),
         (
             "long",
-            (iterator + 1).to_string(),
-            [data.clone(), vec![0]].concat(),
+            ((iterator + 1).to_string(), [data.clone(), vec![0]].concat()),
             "ERR invalid chunk: chunk length does not match its slot",
         ),
         (
             "shifted",
-            (iterator + 8).to_string(),
-            data.clone(),
+            ((iterator + 8).to_string(), data.clone()),
             not_next,
         ),
-        ("past the end", "100000".to_string(), data.clone(), not_next),
+        (
+            "past the end",
+            ("100000".to_string(), data.clone()),
+            not_next,
+        ),
         (
             "iterator too small",
-            "3".to_string(),
-            data.clone(),
+            ("3".to_string(), data.clone()),
             "ERR invalid iterator",
         ),
         (
             "iterator 0",
-            "0".to_string(),
-            data.clone(),
+            ("0".to_string(), data.clone()),
             "ERR invalid iterator",
         ),
         (
             "negative",
-            "-5".to_string(),
-            data.clone(),
+            ("-5".to_string(), data.clone()),
             "ERR invalid iterator",
         ),
         (
             "not a number",
-            "1x".to_string(),
-            data.clone(),
+            ("1x".to_string(), data.clone()),
             "ERR invalid iterator",
         ),
     ];
-    for (what, iterator, data, error) in cases {
+    for (what, (iterator, data), error) in cases {
         assert_eq!(
             loadchunk(&mut conn, "dst", &iterator, &data),
             Frame::error(error),
@@ -343,11 +375,6 @@ fn forged_and_truncated_chunks_are_refused_and_leave_the_key_as_it_was() {
     // The right chunks still complete it.
     loadchunks(&mut conn, "dst", &chunks[1..]);
     assert_eq!(digest(&mut conn, "dst"), digest(&mut conn, "src"));
-    conn.call(&["SET", "str", "x"]);
-    assert_eq!(
-        loadchunk(&mut conn, "str", "1", &header),
-        Frame::error("WRONGTYPE Operation against a key holding the wrong kind of value")
-    );
     assert_eq!(conn.call(&["PING"]), Frame::simple("PONG"));
 }
 

@@ -6,14 +6,11 @@
 //! answered them, false positives included. The imported filters then keep working: adds,
 //! growth by RedisBloom's rules, DEBUG RELOAD, replication, SCANDUMP, AOF rewrite.
 //!
-//! RedisBloom's older encodings (0 to 3) have no fixture: filters in them are built here by the
-//! rules RedisBloom followed (see the fixtures' README) and restored from forged DUMP payloads.
+//! RedisBloom's older encodings (0 to 3) have no fixture: `redisbloom_older.rs`.
 
 mod common;
 
-use bf_filter::hash::{murmur2, murmur64a};
-use common::payload::{Envelope, Field};
-use common::{Conn, Frame, Options, Server};
+use common::{bf_info_field, debug_fields, present, Conn, Forged, Frame, Options, Server};
 use serde_json::Value;
 use std::path::Path;
 
@@ -106,50 +103,6 @@ fn fixtures() -> Vec<Fixture> {
         .collect()
 }
 
-/// BF.MEXISTS over many items, a thousand at a time: the indexes that answered 1.
-fn present(conn: &mut Conn, key: &str, items: &[Vec<u8>]) -> Vec<usize> {
-    let mut found = Vec::new();
-    for (batch, chunk) in items.chunks(1000).enumerate() {
-        let mut command = vec![b"BF.MEXISTS".to_vec(), key.as_bytes().to_vec()];
-        command.extend(chunk.iter().cloned());
-        let reply = conn.call(&command).items();
-        assert_eq!(reply.len(), chunk.len(), "{key}");
-        for (index, answer) in reply.iter().enumerate() {
-            match answer {
-                Frame::Int(1) => found.push(batch * 1000 + index),
-                Frame::Int(0) => {}
-                other => panic!("{key}: {other:?}"),
-            }
-        }
-    }
-    found
-}
-
-/// BF.INFO as (name, value) pairs, RESP2.
-fn info(conn: &mut Conn, key: &str) -> Vec<(String, Frame)> {
-    conn.call(&["BF.INFO", key])
-        .items()
-        .chunks(2)
-        .map(|pair| (pair[0].text(), pair[1].clone()))
-        .collect()
-}
-
-fn info_field(conn: &mut Conn, key: &str, name: &str) -> Frame {
-    info(conn, key)
-        .into_iter()
-        .find(|(field, _)| field == name)
-        .unwrap_or_else(|| panic!("no {name}"))
-        .1
-}
-
-/// `name:value` fields of a BF.DEBUG line.
-fn fields(line: &str) -> std::collections::HashMap<String, String> {
-    line.split_whitespace()
-        .filter_map(|field| field.split_once(':'))
-        .map(|(name, value)| (name.to_string(), value.to_string()))
-        .collect()
-}
-
 /// Every item present, BF.INFO and BF.DEBUG in agreement, and the absent probes answered exactly
 /// as RedisBloom answered them.
 fn answers_as_redisbloom(conn: &mut Conn, key: &str, fixture: &Fixture) {
@@ -172,7 +125,11 @@ fn answers_as_redisbloom(conn: &mut Conn, key: &str, fixture: &Fixture) {
         "Number of items inserted",
         "Expansion rate",
     ] {
-        assert_eq!(info_field(conn, key, name), expected(name), "{key} {name}");
+        assert_eq!(
+            bf_info_field(conn, key, name),
+            expected(name),
+            "{key} {name}"
+        );
     }
 
     // The same sub-filters: bytes, bits, hashes, capacity, items and error of each.
@@ -184,8 +141,8 @@ fn answers_as_redisbloom(conn: &mut Conn, key: &str, fixture: &Fixture) {
         .collect();
     assert_eq!(ours.len(), fixture.debug.len(), "{key}: {ours:?}");
     assert_eq!(
-        fields(&ours[0])["size"],
-        fields(&fixture.debug[0])["size"],
+        debug_fields(&ours[0])["size"],
+        debug_fields(&fixture.debug[0])["size"],
         "{key}"
     );
     // RedisBloom's own lines, to the character: the same sub-filters, item counts and ratios.
@@ -249,21 +206,16 @@ fn redisbloom_scandump_chunks_load_and_answer_as_it_did() {
     }
 }
 
-#[test]
-fn forged_redisbloom_headers_are_refused() {
-    let server = Server::start();
-    let mut conn = server.conn();
-    let fixtures = fixtures();
-    let reserved = fixtures.iter().find(|f| f.key == "fx:reserved").unwrap();
-    let header = reserved.chunks[0].1.clone();
-    assert_eq!(header.len(), 20 + 53);
+/// SCANDUMP headers no RedisBloom filter has, each with the error BF.LOADCHUNK refuses it with:
+/// fields of fx:reserved's real `header` (one link, at byte 20) wrong in turn, and a cut header.
+fn forged_redisbloom_headers(header: &[u8]) -> Vec<Forged<Vec<u8>>> {
     let patched = |at: usize, bytes: &[u8]| {
-        let mut forged = header.clone();
+        let mut forged = header.to_vec();
         forged[at..at + bytes.len()].copy_from_slice(bytes);
         forged
     };
     let link = 20;
-    let cases = [
+    vec![
         (
             "items do not add up",
             patched(0, &501u64.to_le_bytes()),
@@ -323,8 +275,23 @@ fn forged_redisbloom_headers_are_refused() {
             header[..header.len() - 2].to_vec(),
             "ERR invalid chunk: neither a redis-bf nor a RedisBloom dump header",
         ),
-    ];
-    for (what, forged, error) in cases {
+    ]
+}
+
+/// The SCANDUMP header RedisBloom wrote for fx:reserved.
+fn reserved_header() -> Vec<u8> {
+    let fixtures = fixtures();
+    let reserved = fixtures.iter().find(|f| f.key == "fx:reserved").unwrap();
+    let header = reserved.chunks[0].1.clone();
+    assert_eq!(header.len(), 20 + 53);
+    header
+}
+
+#[test]
+fn forged_redisbloom_headers_are_refused() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    for (what, forged, error) in forged_redisbloom_headers(&reserved_header()) {
         assert_eq!(
             loadchunk(&mut conn, "dst", 1, &forged),
             Frame::error(error),
@@ -332,41 +299,70 @@ fn forged_redisbloom_headers_are_refused() {
         );
         assert_eq!(conn.call(&["EXISTS", "dst"]), Frame::Int(0), "{what}");
     }
-    // A data chunk must stay within its sub-filter.
-    assert_eq!(loadchunk(&mut conn, "dst", 1, &header), Frame::ok());
+}
+
+#[test]
+fn a_redisbloom_data_chunk_must_stay_within_its_sub_filter() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    assert_eq!(
+        loadchunk(&mut conn, "dst", 1, &reserved_header()),
+        Frame::ok()
+    );
     assert_eq!(
         loadchunk(&mut conn, "dst", 1 + 1985, &[0u8; 1985]),
         Frame::error("ERR invalid chunk: chunk passes the end of its sub-filter")
     );
 }
 
-#[test]
-fn imported_filters_keep_working_and_keep_their_hashing() {
-    let fixtures = fixtures();
-    // Started on the RDB file (a server with appendonly on would load its AOF instead), the AOF
-    // switched on later.
+/// The 300 items the tests of imported filters add to fx:default.
+fn more() -> Vec<Vec<u8>> {
+    (0..300).map(|i| format!("more:{i}").into_bytes()).collect()
+}
+
+/// A server started on RedisBloom's RDB file (a server with appendonly on would load its AOF
+/// instead: the AOF is switched on later, with `options`), fx:default (capacity 300, 298 items)
+/// then grown by [`more`] items; and the fixtures.
+fn imported_and_grown() -> (Server, Options, Vec<Fixture>) {
     let options = Options::default().config("aof-use-rdb-preamble", "no");
-    let mut server = server_on_the_redisbloom_rdb(options.clone());
+    let server = server_on_the_redisbloom_rdb(options.clone());
+    let mut command = vec![b"BF.MADD".to_vec(), b"fx:default".to_vec()];
+    command.extend(more());
+    let added = server.conn().call(&command).items();
+    assert_eq!(added.len(), 300);
+    (server, options, fixtures())
+}
+
+/// Each filter's DEBUG DIGEST-VALUE, and which of its absent probes answer 1.
+fn snapshot(conn: &mut Conn, fixtures: &[Fixture]) -> Vec<(Frame, Vec<usize>)> {
+    fixtures
+        .iter()
+        .map(|f| {
+            (
+                conn.call(&["DEBUG", "DIGEST-VALUE", &f.key]),
+                present(conn, &f.key, &f.absent),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_imported_filter_grows_by_redisbloom_rules_and_keeps_its_items() {
+    let (server, _, fixtures) = imported_and_grown();
     let mut conn = server.conn();
     let default = fixtures.iter().find(|f| f.key == "fx:default").unwrap();
-
-    // Adds: fx:default (capacity 300, 298 items) grows by RedisBloom's rule: a third sub-filter
-    // of 200 * 2 items at half the newest error, sized by the same formulas.
-    let more: Vec<Vec<u8>> = (0..300).map(|i| format!("more:{i}").into_bytes()).collect();
-    let mut command = vec![b"BF.MADD".to_vec(), b"fx:default".to_vec()];
-    command.extend(more.iter().cloned());
-    let added = conn.call(&command).items();
-    assert_eq!(added.len(), 300);
-    assert_eq!(present(&mut conn, "fx:default", &more).len(), 300);
+    // fx:default grew by RedisBloom's rule: a third sub-filter of 200 * 2 items at half the
+    // newest error, sized by the same formulas.
+    assert_eq!(present(&mut conn, "fx:default", &more()).len(), 300);
     assert_eq!(
-        info_field(&mut conn, "fx:default", "Number of filters"),
+        bf_info_field(&mut conn, "fx:default", "Number of filters"),
         Frame::Int(3)
     );
     assert_eq!(
-        info_field(&mut conn, "fx:default", "Capacity"),
+        bf_info_field(&mut conn, "fx:default", "Capacity"),
         Frame::Int(700)
     );
-    let third = fields(&conn.call(&["BF.DEBUG", "fx:default"]).items()[3].text());
+    let third = debug_fields(&conn.call(&["BF.DEBUG", "fx:default"]).items()[3].text());
     let (hashes, bits) = common::sizing(400, 0.00125);
     assert_eq!(third["bits"], bits.to_string());
     assert_eq!(third["hashes"], hashes.to_string());
@@ -378,31 +374,27 @@ fn imported_filters_keep_working_and_keep_their_hashing() {
         present(&mut conn, "fx:default", &default.items).len(),
         default.items.len()
     );
+}
 
-    // Everything the server does with a filter keeps the hashing: DEBUG RELOAD (RDB save and
-    // load), SCANDUMP/LOADCHUNK, COPY, replication, an AOF rewrite.
-    let keys: Vec<&str> = fixtures.iter().map(|f| f.key.as_str()).collect();
-    let snapshot = |conn: &mut Conn| -> Vec<(Frame, Vec<usize>)> {
-        fixtures
-            .iter()
-            .map(|f| {
-                (
-                    conn.call(&["DEBUG", "DIGEST-VALUE", &f.key]),
-                    present(conn, &f.key, &f.absent),
-                )
-            })
-            .collect()
-    };
-    let before = snapshot(&mut conn);
+#[test]
+fn debug_reload_keeps_the_hashing_of_imported_filters() {
+    let (server, _, fixtures) = imported_and_grown();
+    let mut conn = server.conn();
+    let before = snapshot(&mut conn, &fixtures);
     for (fixture, (_, positives)) in fixtures.iter().zip(&before) {
         if fixture.key != "fx:default" {
             assert_eq!(positives, &fixture.positives, "{}", fixture.key);
         }
     }
     assert_eq!(conn.call(&["DEBUG", "RELOAD"]), Frame::ok());
-    assert_eq!(snapshot(&mut conn), before);
+    assert_eq!(snapshot(&mut conn, &fixtures), before);
+}
 
-    for key in &keys {
+#[test]
+fn scandump_loadchunk_and_copy_keep_the_hashing_of_imported_filters() {
+    let (server, _, fixtures) = imported_and_grown();
+    let mut conn = server.conn();
+    for key in fixtures.iter().map(|f| f.key.as_str()) {
         let mut iterator = 0u64;
         loop {
             let reply = conn
@@ -437,12 +429,18 @@ fn imported_filters_keep_working_and_keep_their_hashing() {
             assert_eq!(positives, original, "{copy}");
         }
     }
+}
 
+#[test]
+fn a_replica_keeps_the_hashing_of_imported_filters_and_takes_their_writes() {
+    let (server, _, fixtures) = imported_and_grown();
+    let mut conn = server.conn();
+    let before = snapshot(&mut conn, &fixtures);
     let replica = Server::start();
     replica.replicate(&server);
     replica.catch_up(&server);
     let mut on_replica = replica.conn();
-    assert_eq!(snapshot(&mut on_replica), before);
+    assert_eq!(snapshot(&mut on_replica, &fixtures), before);
     // Writes replicate too (BF.ADD to an imported filter reaches the replica as it is).
     assert_eq!(conn.call(&["BF.ADD", "fx:binary", "late"]), Frame::Int(1));
     replica.catch_up(&server);
@@ -454,9 +452,14 @@ fn imported_filters_keep_working_and_keep_their_hashing() {
         on_replica.call(&["DEBUG", "DIGEST-VALUE", "fx:binary"]),
         conn.call(&["DEBUG", "DIGEST-VALUE", "fx:binary"])
     );
+}
 
+#[test]
+fn an_aof_rewrite_keeps_the_hashing_of_imported_filters() {
+    let (mut server, options, fixtures) = imported_and_grown();
+    let mut conn = server.conn();
     // Switching the AOF on rewrites it from the keyspace: each filter as its LOADCHUNK sequence.
-    let before = snapshot(&mut conn);
+    let before = snapshot(&mut conn, &fixtures);
     assert_eq!(
         conn.call(&["CONFIG", "SET", "appendonly", "yes"]),
         Frame::ok()
@@ -477,320 +480,7 @@ fn imported_filters_keep_working_and_keep_their_hashing() {
     std::fs::remove_file(server.dir.join("dump.rdb")).unwrap();
     server.restart_with(options.config("appendonly", "yes"));
     let mut conn = server.conn();
-    assert_eq!(snapshot(&mut conn), before);
-}
-
-// ---- RedisBloom's older encodings, built here by its rules -------------------------------
-
-/// RedisBloom's sizing constants.
-#[allow(clippy::approx_constant)]
-const LN_2: f64 = 0.693147180559945;
-const LN_2_SQUARED: f64 = 0.480453013918201;
-
-/// One sub-filter the way a RedisBloom release built and filled it.
-struct OldLink {
-    entries: u64,
-    error: f64,
-    hashes: u64,
-    bpe: f64,
-    /// The probe modulus.
-    bits: u64,
-    /// log2 of a power-of-two size, or 0.
-    n2: u64,
-    data: Vec<u8>,
-    items: u64,
-}
-
-/// How a release hashed: 64-bit MurmurHash64A, or 32-bit MurmurHash2 with 32- or 64-bit probe
-/// arithmetic.
-#[derive(Clone, Copy, PartialEq)]
-enum OldHashing {
-    Murmur64,
-    Murmur32 { arithmetic32: bool },
-}
-
-fn probes(hashing: OldHashing, item: &[u8], hashes: u64, bits: u64) -> Vec<u64> {
-    match hashing {
-        OldHashing::Murmur64 => {
-            let a = murmur64a(item, 0xc6a4_a793_5bd1_e995);
-            let b = murmur64a(item, a);
-            (0..hashes)
-                .map(|i| a.wrapping_add(i.wrapping_mul(b)) % bits)
-                .collect()
-        }
-        OldHashing::Murmur32 { arithmetic32 } => {
-            let a = murmur2(item, 0x9747_b28c);
-            let b = murmur2(item, a);
-            (0..hashes)
-                .map(|i| {
-                    if arithmetic32 {
-                        u64::from(a.wrapping_add((i as u32).wrapping_mul(b))) % bits
-                    } else {
-                        u64::from(a).wrapping_add(i.wrapping_mul(u64::from(b))) % bits
-                    }
-                })
-                .collect()
-        }
-    }
-}
-
-impl OldLink {
-    /// A sub-filter for `entries` items at `error`, rounded up to a power of two (capacity
-    /// raised to fill it) if `round`.
-    fn new(entries: u64, error: f64, round: bool) -> OldLink {
-        let bpe = error.ln().abs() / LN_2_SQUARED;
-        let hashes = (LN_2 * bpe).ceil() as u64;
-        let wanted = entries as f64 * bpe;
-        let (bits, n2, entries) = if round {
-            let n2 = wanted.log2().floor() as u64 + 1;
-            let bits = 1u64 << n2;
-            let spare = (bits as f64 - wanted).trunc();
-            (bits, n2, entries + (spare / bpe) as u64)
-        } else {
-            (wanted as u64, 0, entries)
-        };
-        OldLink {
-            entries,
-            error,
-            hashes,
-            bpe,
-            bits,
-            n2,
-            data: vec![0; bits.div_ceil(8) as usize],
-            items: 0,
-        }
-    }
-
-    fn has(&self, hashing: OldHashing, item: &[u8]) -> bool {
-        probes(hashing, item, self.hashes, self.bits)
-            .iter()
-            .all(|bit| self.data[(bit >> 3) as usize] & (1 << (bit % 8)) != 0)
-    }
-
-    fn add(&mut self, hashing: OldHashing, item: &[u8]) {
-        let mut new = false;
-        for bit in probes(hashing, item, self.hashes, self.bits) {
-            let byte = &mut self.data[(bit >> 3) as usize];
-            new |= *byte & (1 << (bit % 8)) == 0;
-            *byte |= 1 << (bit % 8);
-        }
-        self.items += u64::from(new);
-    }
-
-    /// The fields RDB encoding `encver` holds for this sub-filter; `bits_field` is what the
-    /// release wrote for the bit count (some wrote 0 for a power-of-two size).
-    fn fields(&self, encver: u64, bits_field: u64) -> Vec<Field> {
-        let mut fields = vec![
-            Field::Unsigned(self.entries),
-            Field::Double(self.error),
-            Field::Unsigned(self.hashes),
-            Field::Double(self.bpe),
-        ];
-        if encver >= 1 {
-            fields.push(Field::Unsigned(bits_field));
-            fields.push(Field::Unsigned(self.n2));
-        }
-        fields.push(Field::Buffer(self.data.clone()));
-        fields.push(Field::Unsigned(self.items));
-        fields
-    }
-}
-
-/// An envelope for RDB encoding version `encver` of the `MBbloom--` type, from a real DUMP.
-fn envelope(conn: &mut Conn, encver: u64) -> Envelope {
-    conn.call(&["BF.ADD", "template", "x"]);
-    let payload = conn.call(&["DUMP", "template"]).bytes();
-    Envelope::from_dump(&payload).with_encoding_version(encver)
-}
-
-fn restore(conn: &mut Conn, key: &str, payload: Vec<u8>) -> Frame {
-    conn.call(&[
-        b"RESTORE".to_vec(),
-        key.as_bytes().to_vec(),
-        b"0".to_vec(),
-        payload,
-    ])
-}
-
-fn items(prefix: &str, count: usize) -> Vec<Vec<u8>> {
-    (0..count)
-        .map(|i| format!("{prefix}:{i}").into_bytes())
-        .collect()
-}
-
-#[test]
-fn older_redisbloom_encodings_load_and_answer_by_their_own_rules() {
-    let server = Server::start();
-    let mut conn = server.conn();
-    let absent = items("absent", 20_000);
-
-    // Encoding 0 (ReBloom 1.0): 32-bit hashing, 32-bit probe arithmetic, no rounding (958 bits,
-    // not a whole number of bytes), no options, bits and n2 not stored.
-    let hashing = OldHashing::Murmur32 { arithmetic32: true };
-    let mut link = OldLink::new(100, 0.01, false);
-    assert_eq!((link.bits, link.hashes), (958, 7));
-    let added = items("v0", 90);
-    for item in &added {
-        link.add(hashing, item);
-    }
-    let mut fields = vec![Field::Unsigned(link.items), Field::Unsigned(1)];
-    fields.extend(link.fields(0, 0));
-    let payload = envelope(&mut conn, 0).payload(&fields);
-    assert_eq!(restore(&mut conn, "v0", payload), Frame::ok());
-    assert_eq!(present(&mut conn, "v0", &added).len(), added.len());
-    // Found if set under 32-bit arithmetic, as this release set them, or under the 64-bit
-    // arithmetic of every later one.
-    let later = OldHashing::Murmur32 {
-        arithmetic32: false,
-    };
-    let expected: Vec<usize> = (0..absent.len())
-        .filter(|&i| link.has(hashing, &absent[i]) || link.has(later, &absent[i]))
-        .collect();
-    assert_eq!(present(&mut conn, "v0", &absent), expected);
-    assert_eq!(conn.call(&["BF.CARD", "v0"]), Frame::Int(link.items as i64));
-    // 32-bit hashing shows as RedisBloom shows it.
-    assert_eq!(fields_of_debug(&mut conn, "v0")[1]["hashwidth"], "32");
-
-    // Encoding 1: 32-bit hashing with power-of-two sizes (bit count written as 0, n2 stored).
-    let hashing = OldHashing::Murmur32 {
-        arithmetic32: false,
-    };
-    let mut link = OldLink::new(100, 0.01, true);
-    assert_eq!((link.bits, link.n2, link.entries), (1024, 10, 106));
-    let added = items("v1", 106);
-    for item in &added {
-        link.add(hashing, item);
-    }
-    let mut fields = vec![Field::Unsigned(link.items), Field::Unsigned(1)];
-    fields.extend(link.fields(1, 0));
-    let payload = envelope(&mut conn, 1).payload(&fields);
-    assert_eq!(restore(&mut conn, "v1", payload), Frame::ok());
-    assert_eq!(present(&mut conn, "v1", &added).len(), added.len());
-    let expected: Vec<usize> = (0..absent.len())
-        .filter(|&i| link.has(hashing, &absent[i]))
-        .collect();
-    assert_eq!(present(&mut conn, "v1", &absent), expected);
-    // It grows as RedisBloom grows such a chain (no option 1: power-of-two sizes): 212 items
-    // at 0.005 want 2337.9 bits, so 4096, with room for 159 more.
-    let grown = OldLink::new(212, 0.005, true);
-    assert_eq!((grown.bits, grown.entries), (4096, 371));
-    let more = items("v1-more", 50);
-    for item in &more {
-        conn.call(&[b"BF.ADD".to_vec(), b"v1".to_vec(), item.clone()]);
-    }
-    assert_eq!(present(&mut conn, "v1", &more).len(), more.len());
-    assert_eq!(
-        info_field(&mut conn, "v1", "Capacity"),
-        Frame::Int((link.entries + grown.entries) as i64)
-    );
-    let second = &fields_of_debug(&mut conn, "v1")[2];
-    assert_eq!(second["bits"], "4096");
-    assert_eq!(second["hashes"], grown.hashes.to_string());
-
-    // Encodings 2 and 3 (ReBloom 1.1 to 2.0): option flags, 64-bit hashing (flag 4),
-    // power-of-two sizes, growth 2 not stored; two sub-filters, the second with the error rule
-    // of those releases (0.01 * 0.5^2), which differs from today's.
-    for encver in [2u64, 3] {
-        let hashing = OldHashing::Murmur64;
-        let mut first = OldLink::new(50, 0.01, true);
-        let mut second = OldLink::new(first.entries * 2, 0.0025, true);
-        let added = items(&format!("v{encver}"), (first.entries + 30) as usize);
-        for item in &added[..first.entries as usize] {
-            first.add(hashing, item);
-        }
-        for item in &added[first.entries as usize..] {
-            if !first.has(hashing, item) {
-                second.add(hashing, item);
-            }
-        }
-        let mut fields = vec![
-            Field::Unsigned(first.items + second.items),
-            Field::Unsigned(2),
-            Field::Unsigned(4),
-        ];
-        fields.extend(first.fields(encver, first.bits));
-        fields.extend(second.fields(encver, second.bits));
-        let key = format!("v{encver}");
-        let payload = envelope(&mut conn, encver).payload(&fields);
-        assert_eq!(restore(&mut conn, &key, payload), Frame::ok());
-        assert_eq!(present(&mut conn, &key, &added).len(), added.len());
-        let expected: Vec<usize> = (0..absent.len())
-            .filter(|&i| first.has(hashing, &absent[i]) || second.has(hashing, &absent[i]))
-            .collect();
-        assert_eq!(present(&mut conn, &key, &absent), expected, "{key}");
-        assert_eq!(info_field(&mut conn, &key, "Expansion rate"), Frame::Int(2));
-        assert_eq!(
-            info_field(&mut conn, &key, "Number of items inserted"),
-            Frame::Int((first.items + second.items) as i64)
-        );
-        assert_eq!(fields_of_debug(&mut conn, &key)[1]["hashwidth"], "64");
-    }
-
-    // Everything survives our own save and load.
-    let keys = ["v0", "v1", "v2", "v3"];
-    let before: Vec<Vec<usize>> = keys
-        .iter()
-        .map(|key| present(&mut conn, key, &absent))
-        .collect();
-    assert_eq!(conn.call(&["DEBUG", "RELOAD"]), Frame::ok());
-    let after: Vec<Vec<usize>> = keys
-        .iter()
-        .map(|key| present(&mut conn, key, &absent))
-        .collect();
-    assert_eq!(after, before);
-
-    // Damaged old payloads are refused, never loaded half-way.
-    let link = OldLink::new(100, 0.01, true);
-    for (what, encver, fields) in [
-        (
-            "items do not add up",
-            1,
-            [
-                vec![Field::Unsigned(5), Field::Unsigned(1)],
-                link.fields(1, 0),
-            ]
-            .concat(),
-        ),
-        (
-            "bit array too short",
-            1,
-            [
-                vec![Field::Unsigned(0), Field::Unsigned(1)],
-                OldLink {
-                    data: vec![0; 100],
-                    ..OldLink::new(100, 0.01, true)
-                }
-                .fields(1, 0),
-            ]
-            .concat(),
-        ),
-        (
-            "no sub-filters",
-            4,
-            vec![
-                Field::Unsigned(0),
-                Field::Unsigned(0),
-                Field::Unsigned(5),
-                Field::Unsigned(2),
-            ],
-        ),
-    ] {
-        let payload = envelope(&mut conn, encver).payload(&fields);
-        assert_eq!(
-            restore(&mut conn, "bad", payload),
-            Frame::error("ERR Bad data format"),
-            "{what}"
-        );
-        assert_eq!(conn.call(&["EXISTS", "bad"]), Frame::Int(0), "{what}");
-    }
-}
-
-fn fields_of_debug(conn: &mut Conn, key: &str) -> Vec<std::collections::HashMap<String, String>> {
-    conn.call(&["BF.DEBUG", key])
-        .items()
-        .iter()
-        .map(|line| fields(&line.text()))
-        .collect()
+    assert_eq!(snapshot(&mut conn, &fixtures), before);
 }
 
 /// The SCANDUMP header RedisBloom 2.4 writes for `BF.RESERVE k <2 * error> 1 EXPANSION 1` before
@@ -841,7 +531,7 @@ fn an_imported_expansion_1_chain_grows_as_far_as_redisbloom_let_it() {
         "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of range"
     );
     assert_eq!(
-        info_field(&mut conn, "rb", "Number of filters"),
+        bf_info_field(&mut conn, "rb", "Number of filters"),
         Frame::Int(1067)
     );
     let lines = conn.call(&["BF.DEBUG", "rb"]).items();
@@ -862,7 +552,7 @@ fn an_imported_expansion_1_chain_grows_as_far_as_redisbloom_let_it() {
         }
     }
     assert_eq!(
-        info_field(&mut conn, "native", "Number of filters"),
+        bf_info_field(&mut conn, "native", "Number of filters"),
         Frame::Int(1015)
     );
 }

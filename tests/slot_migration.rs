@@ -7,7 +7,7 @@
 //! holds no key, BF.INFO is what it was plus the items added, the TTL survived, and the target's
 //! replica agrees (DEBUG DIGEST-VALUE, BF.DEBUG).
 //!
-//! On servers without atomic slot migration (Redis 7.0 and 8.2, Valkey 8.0) the test asserts that
+//! On servers without atomic slot migration (Redis 7.0 and 8.2, Valkey 8.0) a test asserts that
 //! the server has no such command (keys move there with MIGRATE, tested in tests/cluster.rs).
 
 mod common;
@@ -119,21 +119,27 @@ fn wait_unless_a_slot_has(window_seconds: u64, margin: Duration) {
 }
 
 #[test]
-fn filters_move_with_their_slots_while_a_client_adds_to_them() {
-    if !flavor().has_atomic_slot_migration() {
-        let server = Server::with(Options::cluster_node());
-        let reply = server
-            .conn()
-            .call(&["CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", "0", "0"]);
-        let text = common::error_text(&reply);
-        assert!(
-            text.starts_with("ERR unknown subcommand 'MIGRATESLOTS'"),
-            "{text}"
-        );
-        return;
+fn migrateslots_is_an_unknown_subcommand_where_the_server_has_no_atomic_slot_migration() {
+    if flavor().has_atomic_slot_migration() {
+        return; // The migration itself is tested below.
     }
-    let (source, target, replica) = cluster();
-    let mut admin = source.conn();
+    let server = Server::with(Options::cluster_node());
+    let reply = server
+        .conn()
+        .call(&["CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", "0", "0"]);
+    let text = common::error_text(&reply);
+    assert!(
+        text.starts_with("ERR unknown subcommand 'MIGRATESLOTS'"),
+        "{text}"
+    );
+}
+
+/// Each key's BF.INFO, by key.
+type Infos = BTreeMap<&'static str, BTreeMap<String, Frame>>;
+
+/// The three filters on the source, 1,000 items in each, the windowed one with a TTL of its user's;
+/// their BF.INFO.
+fn three_filters(admin: &mut Conn) -> Infos {
     let ok = Frame::ok();
     // The windowed key's adds, before and during the move, must fall in one slot: one in the
     // next would start a new generation, which BF.INFO shows (this test once ran over 19:30:00).
@@ -150,51 +156,51 @@ fn filters_move_with_their_slots_while_a_client_adds_to_them() {
         assert_eq!(admin.call(&command).items().len(), 1000);
     }
     assert_eq!(admin.call(&["EXPIRE", WINDOWED, "100000"]), Frame::Int(1));
-    assert!(common::bf_size(&mut admin, BIG) > 50 << 20);
-    let before: BTreeMap<&str, BTreeMap<String, Frame>> = [PLAIN, BIG, WINDOWED]
+    assert!(common::bf_size(admin, BIG) > 50 << 20);
+    [PLAIN, BIG, WINDOWED]
         .into_iter()
-        .map(|key| (key, bf_info(&mut admin, key)))
-        .collect();
+        .map(|key| (key, bf_info(admin, key)))
+        .collect()
+}
 
-    // A client adds to the three filters, one item per command, through the whole move.
-    let stop = Arc::new(AtomicBool::new(false));
-    let nodes: Vec<String> = [&source, &target]
-        .iter()
-        .map(|server| format!("redis://127.0.0.1:{}/", server.port))
-        .collect();
-    let writer = {
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || {
-            let client = ClusterClient::builder(nodes)
-                .retries(20)
-                .response_timeout(Duration::from_secs(10))
-                .build()
-                .unwrap();
-            let mut conn = client.get_connection().unwrap();
-            let mut acknowledged: Vec<(&str, String, i64, Instant)> = Vec::new();
-            let mut refused = Vec::new();
-            let mut index = 0;
-            while !stop.load(Ordering::Relaxed) {
-                for key in [PLAIN, BIG, WINDOWED] {
-                    let item = format!("during:{index}");
-                    let reply: redis::RedisResult<i64> =
-                        redis::cmd("BF.ADD").arg(key).arg(&item).query(&mut conn);
-                    match reply {
-                        Ok(added) => acknowledged.push((key, item, added, Instant::now())),
-                        Err(err) => refused.push(format!("{key} {item}: {err}")),
-                    }
-                }
-                index += 1;
+/// An add the writer made and the server acknowledged: the key, the item, the reply, and when.
+type Acknowledged = (&'static str, String, i64, Instant);
+
+/// A client that adds to the three filters, one item per command, through a cluster client on
+/// `nodes`, until `stop`: the adds acknowledged, and those refused.
+fn writer(nodes: Vec<String>, stop: Arc<AtomicBool>) -> (Vec<Acknowledged>, Vec<String>) {
+    let client = ClusterClient::builder(nodes)
+        .retries(20)
+        .response_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let mut conn = client.get_connection().unwrap();
+    let mut acknowledged = Vec::new();
+    let mut refused = Vec::new();
+    let mut index = 0;
+    while !stop.load(Ordering::Relaxed) {
+        for key in [PLAIN, BIG, WINDOWED] {
+            let item = format!("during:{index}");
+            let reply: redis::RedisResult<i64> =
+                redis::cmd("BF.ADD").arg(key).arg(&item).query(&mut conn);
+            match reply {
+                Ok(added) => acknowledged.push((key, item, added, Instant::now())),
+                Err(err) => refused.push(format!("{key} {item}: {err}")),
             }
-            (acknowledged, refused)
-        })
-    };
-    sleep(Duration::from_millis(300));
+        }
+        index += 1;
+    }
+    (acknowledged, refused)
+}
+
+/// Moves slots 3300 and 7365 (the three keys) from `source` to `target` with CLUSTER
+/// MIGRATESLOTS, and waits for it: when it started and finished.
+fn migrate(admin: &mut Conn, source: &Server, target: &Server) -> (Instant, Instant) {
     let target_id = target.conn().call(&["CLUSTER", "MYID"]).text();
     // The target holds its own clients to 1 MiB filters: what the source sends (the 69 MB filter's
     // chunks, the adds made meanwhile) is applied as sent, as a primary's stream is.
     let limit = ["CONFIG", "SET", "bf.max-filter-bytes", "1mb"];
-    assert_eq!(target.conn().call(&limit), ok);
+    assert_eq!(target.conn().call(&limit), Frame::ok());
     let migrate = [
         "CLUSTER",
         "MIGRATESLOTS",
@@ -207,40 +213,25 @@ fn filters_move_with_their_slots_while_a_client_adds_to_them() {
         &target_id,
     ];
     let started = Instant::now();
-    assert_eq!(admin.call(&migrate), ok);
+    assert_eq!(admin.call(&migrate), Frame::ok());
     wait_for("the migration", 120, || {
-        match migration_field(&mut admin, "state").as_deref() {
+        match migration_field(admin, "state").as_deref() {
             Some("success") => true,
             Some("failed" | "canceled") => panic!(
                 "the migration failed: {:?}\nsource log:\n{}",
-                migration_field(&mut admin, "message"),
+                migration_field(admin, "message"),
                 source.log()
             ),
             _ => false,
         }
     });
-    let finished = Instant::now();
-    // Writes go on at the new owner for a while, then stop.
-    sleep(Duration::from_millis(300));
-    stop.store(true, Ordering::Relaxed);
-    let (acknowledged, refused) = writer.join().unwrap();
-    assert!(refused.is_empty(), "writes refused: {refused:?}");
-    // Some were made while the slots moved (the big filter's snapshot alone takes a few hundred
-    // milliseconds), which the source forwarded to the target.
-    let during = acknowledged
-        .iter()
-        .filter(|(_, _, _, at)| (started..finished).contains(at))
-        .count();
-    assert!(during >= 10, "{during} writes during the move");
+    (started, Instant::now())
+}
 
-    // The source has handed every key over.
-    wait_for("the source to drop the moved keys", 30, || {
-        source.conn().call(&["DBSIZE"]) == Frame::Int(0)
-    });
-    let mut conn = target.conn();
-    assert_eq!(conn.call(&["DBSIZE"]), Frame::Int(3));
-    // Every acknowledged item answers 1 on the new owner.
-    for (key, item, _, _) in &acknowledged {
+/// On the new owner (`conn`): every acknowledged item answers 1, BF.INFO is what it was `before`
+/// with the items the client added counted, and the windowed key kept its TTL and its window.
+fn the_new_owner_holds_every_item(conn: &mut Conn, before: &Infos, acknowledged: &[Acknowledged]) {
+    for (key, item, _, _) in acknowledged {
         assert_eq!(
             conn.call(&["BF.EXISTS", key, item]),
             Frame::Int(1),
@@ -257,7 +248,7 @@ fn filters_move_with_their_slots_while_a_client_adds_to_them() {
         let mut expected = before[key].clone();
         let items = expected.get_mut("Number of items inserted").unwrap();
         *items = Frame::Int(items.int() + added);
-        assert_eq!(bf_info(&mut conn, key), expected, "{key}");
+        assert_eq!(bf_info(conn, key), expected, "{key}");
     }
     // The windowed key's TTL came along (PEXPIREAT), and it is still windowed.
     let ttl = conn.call(&["TTL", WINDOWED]).int();
@@ -266,20 +257,22 @@ fn filters_move_with_their_slots_while_a_client_adds_to_them() {
         conn.call(&["BF.INFO", WINDOWED, "WINDOW"]).items()[0],
         Frame::Int(3600)
     );
+}
 
-    // The target's replica holds the same filters.
+/// The target's replica holds the same filters as the target (`conn`), and the windowed key's TTL.
+fn the_replica_agrees(conn: &mut Conn, replica: &Server) {
     assert_eq!(conn.call(&["WAIT", "1", "10000"]), Frame::Int(1));
     let mut copy = replica.conn();
-    assert_eq!(copy.call(&["READONLY"]), ok);
+    assert_eq!(copy.call(&["READONLY"]), Frame::ok());
     for key in [PLAIN, BIG, WINDOWED] {
         assert_eq!(
             common::digest(&mut copy, key),
-            common::digest(&mut conn, key),
+            common::digest(conn, key),
             "{key}"
         );
         assert_eq!(
             common::debug_lines(&mut copy, key),
-            common::debug_lines(&mut conn, key),
+            common::debug_lines(conn, key),
             "{key}"
         );
     }
@@ -288,4 +281,48 @@ fn filters_move_with_their_slots_while_a_client_adds_to_them() {
         (99_000..=100_000).contains(&replica_ttl),
         "replica TTL {replica_ttl}"
     );
+}
+
+#[test]
+fn filters_move_with_their_slots_while_a_client_adds_to_them() {
+    if !flavor().has_atomic_slot_migration() {
+        return; // The server has no MIGRATESLOTS: tested above.
+    }
+    let (source, target, replica) = cluster();
+    let mut admin = source.conn();
+    let before = three_filters(&mut admin);
+
+    // A client adds to the three filters, one item per command, through the whole move.
+    let stop = Arc::new(AtomicBool::new(false));
+    let nodes: Vec<String> = [&source, &target]
+        .iter()
+        .map(|server| format!("redis://127.0.0.1:{}/", server.port))
+        .collect();
+    let writing = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || writer(nodes, stop))
+    };
+    sleep(Duration::from_millis(300));
+    let (started, finished) = migrate(&mut admin, &source, &target);
+    // Writes go on at the new owner for a while, then stop.
+    sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let (acknowledged, refused) = writing.join().unwrap();
+    assert!(refused.is_empty(), "writes refused: {refused:?}");
+    // Some were made while the slots moved (the big filter's snapshot alone takes a few hundred
+    // milliseconds), which the source forwarded to the target.
+    let during = acknowledged
+        .iter()
+        .filter(|(_, _, _, at)| (started..finished).contains(at))
+        .count();
+    assert!(during >= 10, "{during} writes during the move");
+
+    // The source has handed every key over.
+    wait_for("the source to drop the moved keys", 30, || {
+        source.conn().call(&["DBSIZE"]) == Frame::Int(0)
+    });
+    let mut conn = target.conn();
+    assert_eq!(conn.call(&["DBSIZE"]), Frame::Int(3));
+    the_new_owner_holds_every_item(&mut conn, &before, &acknowledged);
+    the_replica_agrees(&mut conn, &replica);
 }

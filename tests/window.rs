@@ -1,9 +1,9 @@
 //! Windowed filters (`WINDOW seconds`) on a real server, on windows of 1 to 10 seconds: the
 //! grammar and the filters no item could enter, an item's lifetime (a window after its part's
-//! last item), BF.CARD, BF.INFO and BF.DEBUG, replicas and AOF replays agreeing with the primary
-//! across parts and generations, DEBUG RELOAD, chunk replay, COPY and RESTORE mid-window, the size
-//! limits on a new part, AT refused from clients, NONSCALING windows, and memory under steady and
-//! uneven arrival. Forged and live dumps are in `window_dumps.rs`, idle keys in `window_idle.rs`.
+//! last item), BF.CARD, BF.INFO and BF.DEBUG, the size limits on a new part, NONSCALING windows,
+//! and memory under steady and uneven arrival. Replicas, AOF replays, rewrites, reloads, chunks,
+//! COPY and RESTORE of windowed filters are in `window_copies.rs`, forged and live dumps in
+//! `window_dumps.rs`, idle keys in `window_idle.rs`.
 //!
 //! The module keeps four slots (generations) per window: a slot is a quarter of the window,
 //! counted from the Unix epoch; an item's part expires a window after the last item it took.
@@ -13,8 +13,8 @@
 mod common;
 
 use common::{
-    bf_size, boolean, debug_lines, digest, error_text, generations, info_bf, now_ms, scandump,
-    sleep_into_next_slot, sleep_until, Conn, Frame, Options, Server,
+    bf_size, boolean, debug_lines, digest, error_text, generations, info_bf, now_ms,
+    sleep_into_next_slot, sleep_until, Conn, Frame, Server,
 };
 use std::thread::sleep;
 use std::time::Duration;
@@ -51,17 +51,13 @@ fn names(prefix: &str, first: usize, count: usize) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn reserve_and_insert_take_a_window_and_refuse_bad_ones() {
-    let server = Server::start();
-    let mut conn = server.conn();
+/// Four windowed filters, `a` to `d`, made by BF.RESERVE and BF.INSERT with WINDOW and the other
+/// options of each command, in any order and letter case (`d` holds `x` and `y`).
+fn four_windowed_filters(conn: &mut Conn) {
     // Options in any order and letter case, with the other options of each command.
+    ok(conn, &["BF.RESERVE", "a", "0.01", "100", "WINDOW", "60"]);
     ok(
-        &mut conn,
-        &["BF.RESERVE", "a", "0.01", "100", "WINDOW", "60"],
-    );
-    ok(
-        &mut conn,
+        conn,
         &[
             "BF.RESERVE",
             "b",
@@ -74,7 +70,7 @@ fn reserve_and_insert_take_a_window_and_refuse_bad_ones() {
         ],
     );
     ok(
-        &mut conn,
+        conn,
         &[
             "BF.RESERVE",
             "c",
@@ -101,6 +97,19 @@ fn reserve_and_insert_take_a_window_and_refuse_bad_ones() {
         ]),
         Frame::Array(vec![Frame::Int(1), Frame::Int(1)])
     );
+}
+
+/// INFO bf counts the four filters of [`four_windowed_filters`], and only them.
+fn counted_four(server: &Server) {
+    assert_eq!(info_bf(server, "bf_windowed_filters"), 4);
+    assert_eq!(info_bf(server, "bf_filters"), 4);
+}
+
+#[test]
+fn reserve_and_insert_take_a_window_with_their_other_options_in_any_order_and_case() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    four_windowed_filters(&mut conn);
     for (key, window, capacity, expansion) in [
         ("a", 60, 100, 4),
         ("b", 1, 100, 3),
@@ -135,7 +144,14 @@ fn reserve_and_insert_take_a_window_and_refuse_bad_ones() {
         conn.call(&["BF.INFO", "d", "WINDOW"]),
         Frame::Array(vec![Frame::Int(2)])
     );
+    counted_four(&server);
+}
 
+#[test]
+fn bad_windows_are_refused_with_exact_errors_and_leave_no_filter() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    four_windowed_filters(&mut conn);
     let bad_window =
         "ERR bad window: must be a whole number of seconds from 1 to 315576000 (ten years)";
     let refused: [(&[&str], String); 10] = [
@@ -206,6 +222,15 @@ fn reserve_and_insert_take_a_window_and_refuse_bad_ones() {
             "{command:?}"
         );
     }
+    assert_eq!(conn.call(&["EXISTS", "e"]), Frame::Int(0));
+    counted_four(&server);
+}
+
+#[test]
+fn a_windowed_filters_error_rate_leaves_room_for_a_part_of_one_item() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    four_windowed_filters(&mut conn);
     // The error rate a window can take: a part of one item gets its share of it, which must
     // stay a rate a filter can be built for at any capacity (the message says how low).
     assert_eq!(
@@ -215,11 +240,8 @@ fn reserve_and_insert_take_a_window_and_refuse_bad_ones() {
     );
     ok(&mut conn, &["BF.RESERVE", "plain", "1e-300", "100"]);
     assert_eq!(conn.call(&["DEL", "plain"]), Frame::Int(1));
-    for key in ["e", "probe"] {
-        assert_eq!(conn.call(&["EXISTS", key]), Frame::Int(0), "{key}");
-    }
-    assert_eq!(info_bf(&server, "bf_windowed_filters"), 4);
-    assert_eq!(info_bf(&server, "bf_filters"), 4);
+    assert_eq!(conn.call(&["EXISTS", "probe"]), Frame::Int(0));
+    counted_four(&server);
 }
 
 #[test]
@@ -478,239 +500,6 @@ fn generations_held(conn: &mut Conn, key: &str) -> u32 {
     u32::from_le_bytes(header[40..44].try_into().unwrap())
 }
 
-/// Writes `item:<next>...` in eight phases 400 ms apart to two filters of a `window`-second
-/// window, one reserved (capacity 40, parts of 7 items) and one created by BF.INSERT (capacity
-/// 100): new generations, parts past the budget, expiry. `check` runs after each phase.
-fn eight_phases(conn: &mut Conn, window: &str, mut check: impl FnMut(&mut Conn, usize)) {
-    ok(
-        conn,
-        &[
-            "BF.RESERVE",
-            "r",
-            "0.01",
-            "40",
-            "WINDOW",
-            window,
-            "EXPANSION",
-            "2",
-        ],
-    );
-    let mut next = 0;
-    for phase in 0..8 {
-        let items = names("item", next, 30);
-        next += 30;
-        let mut command = vec!["BF.INSERT", "i", "WINDOW", window, "ERROR", "0.05", "ITEMS"];
-        command.extend(items.iter().map(String::as_str));
-        assert!(!conn.call(&command).is_error());
-        assert!(!madd(conn, "r", &items).is_error());
-        check(conn, phase);
-        if phase < 7 {
-            sleep(Duration::from_millis(400));
-        }
-    }
-    // A generation took more than the window's capacity: a part past its budget, grown by 2.
-    assert!(debug_lines(conn, "r")
-        .iter()
-        .any(|line| line.contains("capacity:14 ")));
-}
-
-/// BF.DEBUG and DEBUG DIGEST-VALUE of each key.
-fn states(conn: &mut Conn, keys: &[&str]) -> Vec<(Frame, Vec<String>)> {
-    keys.iter()
-        .map(|key| (digest(conn, key), debug_lines(conn, key)))
-        .collect()
-}
-
-#[test]
-fn a_replica_makes_the_same_parts_as_its_primary() {
-    let primary = Server::start();
-    let replica = Server::start();
-    replica.replicate(&primary);
-    let mut conn = primary.conn();
-    let mut mirror = replica.conn();
-    eight_phases(&mut conn, "2", |conn, phase| {
-        replica.catch_up(&primary);
-        assert_eq!(
-            states(&mut mirror, &["r", "i"]),
-            states(conn, &["r", "i"]),
-            "phase {phase}"
-        );
-    });
-    assert!(info_bf(&primary, "bf_expired_generations") > 0);
-
-    // Without any write from the primary, the replica hides what expired by its own clock.
-    ok(
-        &mut conn,
-        &["BF.RESERVE", "q", "0.01", "100", "WINDOW", "2"],
-    );
-    sleep_into_next_slot(500, 50);
-    assert_eq!(conn.call(&["BF.ADD", "q", "old"]), Frame::Int(1));
-    let old = now_ms();
-    sleep_until(old + 1000);
-    assert_eq!(conn.call(&["BF.ADD", "q", "new"]), Frame::Int(1));
-    replica.catch_up(&primary);
-    sleep_until(old + 2000 + 20);
-    for reader in [&mut mirror, &mut conn] {
-        assert_eq!(exists(reader, "q", "old"), 0);
-        assert_eq!(exists(reader, "q", "new"), 1);
-        assert_eq!(reader.call(&["BF.CARD", "q"]), Frame::Int(1));
-        assert_eq!(generations(reader, "q").len(), 1);
-    }
-    // The primary drops it (its next write, or its sweep), and the replica with it.
-    assert_eq!(conn.call(&["BF.ADD", "q", "newer"]), Frame::Int(1));
-    replica.catch_up(&primary);
-    assert_eq!(states(&mut mirror, &["q"]), states(&mut conn, &["q"]));
-    assert_eq!(
-        info_bf(&replica, "bf_expired_generations"),
-        info_bf(&primary, "bf_expired_generations")
-    );
-    // A new replica (a full sync) gets the same. "r" and "i" have expired and been swept: their
-    // keys stay, empty.
-    let late = Server::start();
-    late.replicate(&primary);
-    assert_eq!(
-        states(&mut late.conn(), &["q", "r", "i"]),
-        states(&mut conn, &["q", "r", "i"])
-    );
-    assert_eq!(conn.call(&["EXISTS", "r", "i"]), Frame::Int(2));
-}
-
-#[test]
-fn an_aof_replay_makes_the_same_parts_whenever_it_runs() {
-    let options = Options::default()
-        .config("appendonly", "yes")
-        .config("appendfsync", "always");
-    let mut server = Server::with(options.clone());
-    let mut conn = server.conn();
-    // A 10-second window: nothing expires before the replay, which runs later.
-    eight_phases(&mut conn, "10", |_, _| {});
-    let before = states(&mut conn, &["r", "i"]);
-    drop(conn);
-    server.restart_with(options);
-    let mut conn = server.conn();
-    assert_eq!(states(&mut conn, &["r", "i"]), before);
-    let aof: Vec<u8> = std::fs::read_dir(server.dir.join("appendonlydir"))
-        .unwrap()
-        .flat_map(|entry| std::fs::read(entry.unwrap().path()).unwrap())
-        .collect();
-    let text = String::from_utf8_lossy(&aof);
-    assert!(
-        text.contains("\r\nWINDOW\r\n$2\r\n10\r\n$2\r\nAT\r\n$13\r\n"),
-        "no BF.INSERT ... WINDOW 10 AT <ms> in the AOF"
-    );
-}
-
-#[test]
-fn a_write_refused_after_dropping_expired_parts_still_reaches_replicas() {
-    let primary = Server::start();
-    let replica = Server::start();
-    replica.replicate(&primary);
-    let mut conn = primary.conn();
-    ok(
-        &mut conn,
-        &["BF.RESERVE", "w", "0.01", "2000", "WINDOW", "2"],
-    );
-    sleep_into_next_slot(500, 50);
-    let first = now_ms();
-    assert_eq!(conn.call(&["BF.ADD", "w", "a"]), Frame::Int(1));
-    let one = bf_size(&mut conn, "w");
-    sleep_into_next_slot(500, 50);
-    assert_eq!(conn.call(&["BF.ADD", "w", "b"]), Frame::Int(1));
-    let two = bf_size(&mut conn, "w");
-    // Room for one generation only from now on (the smallest ceiling there is).
-    assert!(one <= 1024 && two > 1024, "{one} {two}");
-    ok(&mut conn, &["CONFIG", "SET", "bf.max-filter-bytes", "1024"]);
-    sleep_until(first + 2000 + 50);
-    // The first part has expired: dropped (by this write, or by the sweep before it); the write
-    // then finds no room for a new generation.
-    let refused = conn.call(&["BF.ADD", "w", "c"]);
-    assert!(
-        error_text(&refused).starts_with("ERR filter would use "),
-        "{refused:?}"
-    );
-    assert_eq!(generations(&mut conn, "w").len(), 1);
-    replica.catch_up(&primary);
-    let mut mirror = replica.conn();
-    assert_eq!(states(&mut mirror, &["w"]), states(&mut conn, &["w"]));
-    assert_eq!(info_bf(&replica, "bf_expired_generations"), 1);
-}
-
-#[test]
-fn an_aof_rewrite_debug_reload_chunks_copy_and_restore_keep_the_parts() {
-    let options = Options::default()
-        .config("appendonly", "yes")
-        .config("appendfsync", "always")
-        .config("aof-use-rdb-preamble", "no");
-    let mut server = Server::with(options.clone());
-    let mut conn = server.conn();
-    ok(&mut conn, &["BF.RESERVE", "w", "0.01", "50", "WINDOW", "5"]);
-    sleep_into_next_slot(1250, 50);
-    let items = names("item", 0, 60);
-    for (index, half) in items.chunks(30).enumerate() {
-        if index > 0 {
-            sleep_into_next_slot(1250, 50);
-        }
-        assert!(!madd(&mut conn, "w", half).is_error());
-    }
-    let expected_generations = generations(&mut conn, "w");
-    assert_eq!(expected_generations.len(), 2);
-    let expected = (digest(&mut conn, "w"), debug_lines(&mut conn, "w"));
-
-    // DEBUG RELOAD (an RDB round trip).
-    ok(&mut conn, &["DEBUG", "RELOAD"]);
-    assert_eq!(
-        (digest(&mut conn, "w"), debug_lines(&mut conn, "w")),
-        expected
-    );
-
-    // SCANDUMP / LOADCHUNK: the header carries the generations and their parts' expiry.
-    for (iterator, data) in &scandump(&mut conn, "w") {
-        assert_eq!(
-            common::loadchunk(&mut conn, "chunks", *iterator, data),
-            Frame::ok()
-        );
-    }
-    // COPY, and DUMP / RESTORE, as MIGRATE does.
-    assert_eq!(conn.call(&["COPY", "w", "copy"]), Frame::Int(1));
-    let payload = conn.call(&["DUMP", "w"]).bytes();
-    assert_eq!(
-        conn.call(&[b"RESTORE".as_slice(), b"restored", b"0", &payload]),
-        Frame::ok()
-    );
-    for key in ["chunks", "copy", "restored"] {
-        assert_eq!(
-            (digest(&mut conn, key), debug_lines(&mut conn, key)),
-            expected,
-            "{key}"
-        );
-        assert_eq!(conn.call(&["PTTL", key]), Frame::Int(-1), "{key}");
-    }
-    let mut probe: Vec<&str> = vec!["BF.MEXISTS", "restored"];
-    probe.extend(items.iter().map(String::as_str));
-    probe.push("absent");
-    let mut answers = vec![Frame::Int(1); 60];
-    answers.push(Frame::Int(0));
-    assert_eq!(conn.call(&probe), Frame::Array(answers));
-
-    // An AOF rewrite (no RDB preamble: the module's own commands) and a restart.
-    assert!(!conn.call(&["BGREWRITEAOF"]).is_error());
-    server.wait_for_aof_rewrite();
-    drop(conn);
-    server.restart_with(options);
-    let mut conn = server.conn();
-    for key in ["w", "chunks", "copy", "restored"] {
-        assert_eq!(
-            (digest(&mut conn, key), debug_lines(&mut conn, key)),
-            expected,
-            "{key}"
-        );
-    }
-    assert!(
-        now_ms() < expected_generations[0].1,
-        "too slow for a 5-second window"
-    );
-}
-
 #[test]
 fn a_new_part_is_held_to_max_filter_bytes_and_maxmemory() {
     let server = Server::start();
@@ -780,30 +569,6 @@ fn a_new_part_is_held_to_max_filter_bytes_and_maxmemory() {
     ok(&mut conn, &["CONFIG", "SET", "maxmemory", &room]);
     assert!(now_ms() / 500 == slot, "too slow for the test");
     assert_eq!(conn.call(&["BF.ADD", "big", "c"]), Frame::Int(1));
-}
-
-#[test]
-fn at_is_taken_only_from_a_primary_or_the_aof() {
-    let server = Server::start();
-    let mut conn = server.conn();
-    let error = Frame::error(
-        "ERR AT is only taken from a primary or the AOF: a windowed filter keeps the primary's time",
-    );
-    let at = (now_ms() - 60_000).to_string();
-    let command = ["BF.INSERT", "w", "WINDOW", "2", "AT", &at, "ITEMS", "x"];
-    assert_eq!(conn.call(&command), error);
-    ok(&mut conn, &["MULTI"]);
-    assert_eq!(conn.call(&command), Frame::simple("QUEUED"));
-    assert_eq!(conn.call(&["EXEC"]), Frame::Array(vec![error.clone()]));
-    let script =
-        format!("return redis.pcall('BF.INSERT', 'w', 'WINDOW', '2', 'AT', '{at}', 'ITEMS', 'x')");
-    assert_eq!(conn.call(&["EVAL", &script, "0"]), error);
-    assert_eq!(
-        conn.call(&["BF.INSERT", "w", "AT", "soon", "ITEMS", "x"]),
-        Frame::error("ERR bad time: AT takes a whole number of milliseconds")
-    );
-    assert_eq!(conn.call(&["EXISTS", "w"]), Frame::Int(0));
-    assert_eq!(info_bf(&server, "bf_filters"), 0);
 }
 
 #[test]

@@ -610,6 +610,10 @@ impl Drop for Server {
     }
 }
 
+/// One case of a table of forged inputs: its name (for the assertion messages), the input, and the
+/// exact error reply it must be refused with.
+pub type Forged<Input> = (&'static str, Input, &'static str);
+
 /// RedisBloom's sizing (SPEC.md), computed independently of the module: (hash count, bits).
 pub fn sizing(capacity: u64, error: f64) -> (u64, u64) {
     #[allow(clippy::approx_constant)] // RedisBloom's digits, not std's LN_2
@@ -643,6 +647,54 @@ pub fn debug_lines(conn: &mut Conn, key: &str) -> Vec<String> {
         .iter()
         .map(Frame::text)
         .collect()
+}
+
+/// The `name:value` fields of a BF.DEBUG line.
+pub fn debug_fields(line: &str) -> std::collections::HashMap<String, String> {
+    line.split_whitespace()
+        .filter_map(|field| field.split_once(':'))
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect()
+}
+
+/// [`debug_fields`] of each line of BF.DEBUG.
+pub fn debug_fields_of(
+    conn: &mut Conn,
+    key: &str,
+) -> Vec<std::collections::HashMap<String, String>> {
+    debug_lines(conn, key)
+        .iter()
+        .map(|line| debug_fields(line))
+        .collect()
+}
+
+/// One field of BF.INFO (RESP2), by its name.
+pub fn bf_info_field(conn: &mut Conn, key: &str, name: &str) -> Frame {
+    conn.call(&["BF.INFO", key])
+        .items()
+        .chunks(2)
+        .find(|pair| pair[0].text() == name)
+        .unwrap_or_else(|| panic!("no {name}"))[1]
+        .clone()
+}
+
+/// BF.MEXISTS over many items, a thousand at a time: the indexes that answered 1.
+pub fn present(conn: &mut Conn, key: &str, items: &[Vec<u8>]) -> Vec<usize> {
+    let mut found = Vec::new();
+    for (batch, chunk) in items.chunks(1000).enumerate() {
+        let mut command = vec![b"BF.MEXISTS".to_vec(), key.as_bytes().to_vec()];
+        command.extend(chunk.iter().cloned());
+        let reply = conn.call(&command).items();
+        assert_eq!(reply.len(), chunk.len(), "{key}");
+        for (index, answer) in reply.iter().enumerate() {
+            match answer {
+                Frame::Int(1) => found.push(batch * 1000 + index),
+                Frame::Int(0) => {}
+                other => panic!("{key}: {other:?}"),
+            }
+        }
+    }
+    found
 }
 
 /// Adds `item:0`, `item:1`, ... until the filter counts `count` items (a rare false positive is
