@@ -9,9 +9,11 @@
 //! | `bf.initial-size` | 100 | 1 to 2^63 - 1 |
 //! | `bf.expansion-factor` | 2 | 1 to 32768 |
 //! | `bf.max-filter-bytes` | 1 GiB | 1 KiB and up |
+//! | `bf.layout` | classic | classic, blocked |
 
 use crate::error::BfError;
-use crate::parse::{parse_capacity, parse_error_rate, parse_expansion};
+use crate::parse::{parse_capacity, parse_error_rate, parse_expansion, parse_layout};
+use bf_filter::sizing::Layout;
 use bf_filter::MAX_EXPANSION;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +25,8 @@ static ERROR_RATE: AtomicU64 = AtomicU64::new(f64::to_bits(0.01));
 static INITIAL_SIZE: AtomicU64 = AtomicU64::new(100);
 static EXPANSION: AtomicU64 = AtomicU64::new(2);
 static MAX_FILTER_BYTES: AtomicU64 = AtomicU64::new(1 << 30);
+/// `bf.layout`: 0 classic, 1 blocked (the values its enum config is registered with).
+static LAYOUT: AtomicU64 = AtomicU64::new(0);
 
 /// Parameters for filters created without explicit ones.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -30,15 +34,46 @@ pub struct Defaults {
     pub error: f64,
     pub capacity: u64,
     pub expansion: u16,
+    pub layout: Layout,
 }
 
-/// The current defaults (`bf.error-rate`, `bf.initial-size`, `bf.expansion-factor`).
+/// The current defaults (`bf.error-rate`, `bf.initial-size`, `bf.expansion-factor`,
+/// `bf.layout`).
 pub fn defaults() -> Defaults {
     Defaults {
         error: f64::from_bits(ERROR_RATE.load(Ordering::Relaxed)),
         capacity: INITIAL_SIZE.load(Ordering::Relaxed),
         // Kept within 1 to MAX_EXPANSION by the config's bounds.
         expansion: u16::try_from(EXPANSION.load(Ordering::Relaxed)).unwrap_or(MAX_EXPANSION),
+        layout: layout_of(LAYOUT.load(Ordering::Relaxed)),
+    }
+}
+
+/// The layout stored as `value` in `bf.layout` (0 classic, 1 blocked).
+fn layout_of(value: u64) -> Layout {
+    if value == 1 {
+        Layout::Blocked
+    } else {
+        Layout::Classic
+    }
+}
+
+/// The enum config `bf.layout` as the server registers it: its name after `bf.`, its values'
+/// names and numbers, and where the number lives.
+pub struct EnumConfig {
+    pub name: &'static CStr,
+    pub names: [&'static CStr; 2],
+    pub values: [i32; 2],
+    pub value: &'static AtomicU64,
+}
+
+/// `bf.layout`.
+pub fn layout_config() -> EnumConfig {
+    EnumConfig {
+        name: c"layout",
+        names: [c"classic", c"blocked"],
+        values: [0, 1],
+        value: &LAYOUT,
     }
 }
 
@@ -54,6 +89,7 @@ enum Setting {
     InitialSize,
     ExpansionFactor,
     MaxFilterBytes,
+    Layout,
 }
 
 impl Setting {
@@ -67,6 +103,7 @@ impl Setting {
             "initial-size" | "initial_size" => Some(Setting::InitialSize),
             "expansion-factor" => Some(Setting::ExpansionFactor),
             "max-filter-bytes" => Some(Setting::MaxFilterBytes),
+            "layout" => Some(Setting::Layout),
             _ => None,
         }
     }
@@ -77,6 +114,7 @@ impl Setting {
             Setting::InitialSize => "bf.initial-size",
             Setting::ExpansionFactor => "bf.expansion-factor",
             Setting::MaxFilterBytes => "bf.max-filter-bytes",
+            Setting::Layout => "bf.layout",
         }
     }
 
@@ -86,6 +124,7 @@ impl Setting {
             Setting::InitialSize => "a whole number from 1 to 9223372036854775807",
             Setting::ExpansionFactor => "a whole number from 1 to 32768",
             Setting::MaxFilterBytes => "a size of at least 1024 bytes (units kb, mb, gb allowed)",
+            Setting::Layout => "classic or blocked",
         }
     }
 
@@ -117,6 +156,10 @@ impl Setting {
                     .filter(|&bytes| bytes >= MIN_FILTER_BYTES_LIMIT && bytes <= i64::MAX as u64)
                     .ok_or_else(refused)?;
                 MAX_FILTER_BYTES.store(bytes, Ordering::Relaxed);
+            }
+            Setting::Layout => {
+                let layout = parse_layout(value).map_err(|_| refused())?;
+                LAYOUT.store(u64::from(layout == Layout::Blocked), Ordering::Relaxed);
             }
         }
         Ok(())
@@ -158,7 +201,7 @@ pub fn apply_load_arguments(args: &[&[u8]]) -> Result<(), String> {
         let setting = Setting::named(pair[0]).ok_or_else(|| {
             format!(
                 "unknown module argument '{}' (known: error-rate, initial-size, \
-                 expansion-factor, max-filter-bytes, ERROR_RATE, INITIAL_SIZE)",
+                 expansion-factor, max-filter-bytes, layout, ERROR_RATE, INITIAL_SIZE)",
                 crate::error::quote_token(pair[0])
             )
         })?;

@@ -2,8 +2,9 @@
 //! AOF rewrite and in DEBUG DIGEST. The server's side of it (the type's registration and its
 //! callbacks) is `crate::glue::datatype`'s; this file decides what they read and write.
 //!
-//! The stored form is `bf_filter::stored`'s, in encoding version 103 (100 to 102, from before
-//! the restoring state, windowed filters and their parts, are still read); versions 0 to 4 are
+//! The stored form is `bf_filter::stored`'s, in encoding version 104 (blocked filters; a classic
+//! filter's fields are the ones 103 wrote, and 100 to 103, from before the restoring state,
+//! windowed filters, their parts and layouts, are still read); versions 0 to 4 are
 //! RedisBloom's own layouts (its type has the same name), read by `bf_filter::redisbloom`.
 
 use crate::glue::Origin;
@@ -131,6 +132,9 @@ pub fn digest(filter: &Filter, out: &mut impl Digest) {
             // part's number, and each part with its expiry.
             let shape = windowed.shape();
             out.number(3 << 32);
+            if shape.layout == bf_filter::sizing::Layout::Blocked {
+                out.number(2 << 32);
+            }
             out.number(shape.window.as_seconds());
             out.number(shape.capacity);
             out.number(shape.error.to_bits());
@@ -170,8 +174,10 @@ fn growth_number(growth: Growth) -> u64 {
 fn digest_chain(chain: &Chain, out: &mut impl Digest) {
     // An imported filter's hashing changes every answer: it is part of the value. (Native
     // filters digest as they always did.)
-    if let Format::RedisBloom(options) = chain.format() {
-        out.number(1 << 32 | u64::from(options.flags()));
+    match chain.format() {
+        Format::RedisBloom(options) => out.number(1 << 32 | u64::from(options.flags())),
+        Format::Blocked => out.number(2 << 32),
+        Format::Native => {}
     }
     out.number(growth_number(chain.growth()));
     for filter in chain.filters() {

@@ -59,6 +59,8 @@ pub enum BfError {
     CannotGrow,
     /// A window outside 1 second to 10 years.
     BadWindow,
+    /// A `LAYOUT` other than `CLASSIC` or `BLOCKED`.
+    BadLayout,
     /// An error rate too small for a windowed filter's generations.
     BadWindowedErrorRate,
     /// An `AT` time that is not a whole number of milliseconds.
@@ -221,6 +223,7 @@ impl fmt::Display for BfError {
             | BfError::ChunkOutOfOrder { .. }
             | BfError::DumpChanged
             | BfError::ChunkOfAnotherDump => self.fmt_time_or_dump(f),
+            BfError::BadLayout => f.write_str("ERR bad layout: must be CLASSIC or BLOCKED"),
             BfError::Internal => f.write_str("ERR internal error in the bf module (see the server log)"),
         }
     }

@@ -3,6 +3,7 @@
 //! server's arguments). Commands and configs both use these; they use nothing of either.
 
 use crate::error::{quote_token, BfError};
+use bf_filter::sizing::Layout;
 use bf_filter::window::Window;
 use bf_filter::{sizing::check_requested_error_rate, MAX_EXPANSION};
 
@@ -66,6 +67,17 @@ pub fn parse_window(token: &[u8]) -> Result<Window, BfError> {
     parse_whole(token)
         .and_then(|seconds| Window::seconds(seconds).ok())
         .ok_or(BfError::BadWindow)
+}
+
+/// A layout: `CLASSIC` or `BLOCKED`, in any letter case.
+pub fn parse_layout(token: &[u8]) -> Result<Layout, BfError> {
+    if token.eq_ignore_ascii_case(b"classic") {
+        Ok(Layout::Classic)
+    } else if token.eq_ignore_ascii_case(b"blocked") {
+        Ok(Layout::Blocked)
+    } else {
+        Err(BfError::BadLayout)
+    }
 }
 
 /// True if `token` is the option `name`, in any letter case (whole words only).

@@ -30,7 +30,7 @@ const COMMANDS: [Expected; 11] = [
         arity: -4,
         flags: WRITE,
         key: &["RW", "insert"],
-        hint: "key error_rate capacity [EXPANSION expansion] [NONSCALING] [WINDOW seconds]",
+        hint: "key error_rate capacity [EXPANSION expansion] [NONSCALING] [WINDOW seconds] [LAYOUT CLASSIC|BLOCKED]",
     },
     Expected {
         name: "bf.add",
@@ -51,7 +51,7 @@ const COMMANDS: [Expected; 11] = [
         arity: -4,
         flags: WRITE,
         key: &["RW", "insert"],
-        hint: "key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] [WINDOW seconds] ITEMS item [item ...]",
+        hint: "key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] [WINDOW seconds] [LAYOUT CLASSIC|BLOCKED] ITEMS item [item ...]",
     },
     Expected {
         name: "bf.exists",
@@ -72,7 +72,7 @@ const COMMANDS: [Expected; 11] = [
         arity: -2,
         flags: READ_FAST,
         key: &["RO"],
-        hint: "key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|WINDOW]",
+        hint: "key [CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|WINDOW|LAYOUT]",
     },
     Expected {
         name: "bf.card",
@@ -198,13 +198,19 @@ fn render_one(argument: &[(String, Frame)]) -> String {
     let kind = text("type").unwrap();
     let mut body = match kind.as_str() {
         "pure-token" => text("token").unwrap(),
-        "oneof" => field(argument, "arguments")
-            .unwrap()
-            .items()
-            .iter()
-            .map(|choice| render_one(&pairs(choice)))
-            .collect::<Vec<_>>()
-            .join("|"),
+        "oneof" => {
+            let choices = field(argument, "arguments")
+                .unwrap()
+                .items()
+                .iter()
+                .map(|choice| render_one(&pairs(choice)))
+                .collect::<Vec<_>>()
+                .join("|");
+            match text("token") {
+                Some(token) => format!("{token} {choices}"),
+                None => choices,
+            }
+        }
         _ => {
             let name = text("name").unwrap();
             match text("token") {
@@ -331,13 +337,13 @@ fn redis_cli_shows_argument_hints_while_typing() {
     let cases = [
         (
             "BF.INSERT f ",
-            "[CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] [WINDOW seconds] ITEMS item [item ...]",
+            "[CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING] [WINDOW seconds] [LAYOUT CLASSIC|BLOCKED] ITEMS item [item ...]",
         ),
         (
             "bf.reserve k 0.01 ",
-            "capacity [EXPANSION expansion] [NONSCALING] [WINDOW seconds]",
+            "capacity [EXPANSION expansion] [NONSCALING] [WINDOW seconds] [LAYOUT CLASSIC|BLOCKED]",
         ),
-        ("BF.INFO k ", "[CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|WINDOW]"),
+        ("BF.INFO k ", "[CAPACITY|SIZE|FILTERS|ITEMS|EXPANSION|WINDOW|LAYOUT]"),
     ];
     for (typed, hint) in cases {
         let wanted = format!("{typed}\u{1b}[0;90;49m{hint}");

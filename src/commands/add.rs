@@ -10,6 +10,7 @@ use crate::glue::call::Call;
 use crate::glue::key::{Access, Entry, FilterKey};
 use crate::size::memory_usage;
 use crate::stats;
+use bf_filter::sizing::Layout;
 use bf_filter::window::{Window, Windowed, WindowedShape, MIN_WINDOWED_ERROR_RATE};
 use bf_filter::{Chain, Filter, FilterError, Growth};
 use std::cell::Cell;
@@ -23,10 +24,13 @@ pub struct Creation {
     pub growth: Growth,
     /// A windowed filter's window; `None` for a filter that remembers every item.
     pub window: Option<Window>,
+    /// How its sub-filters lay out an item's probes.
+    pub layout: Layout,
 }
 
 impl Creation {
-    /// The server's defaults (`bf.initial-size`, `bf.error-rate`, `bf.expansion-factor`).
+    /// The server's defaults (`bf.initial-size`, `bf.error-rate`, `bf.expansion-factor`,
+    /// `bf.layout`).
     pub fn defaults() -> Creation {
         let defaults = config::defaults();
         Creation {
@@ -36,20 +40,23 @@ impl Creation {
                 expansion: defaults.expansion,
             },
             window: None,
+            layout: defaults.layout,
         }
     }
 
     /// The filter it describes, empty, refused past `max_bytes`.
     pub fn build(&self, max_bytes: u64) -> Result<Filter, FilterError> {
         match self.window {
-            None => Ok(Filter::Chain(Chain::new(
+            None => Ok(Filter::Chain(Chain::with_layout(
+                self.layout,
                 self.capacity,
                 self.error,
                 self.growth,
                 max_bytes,
             )?)),
             Some(window) => {
-                let shape = WindowedShape::new(self.capacity, self.error, self.growth, window)?;
+                let shape = WindowedShape::new(self.capacity, self.error, self.growth, window)?
+                    .with_layout(self.layout);
                 // Created empty, but refused unless its first item's part fits the limit, as a
                 // plain filter is: a windowed filter no item can enter is no filter.
                 let bytes = Windowed::first_item_bytes(&shape)?;
@@ -63,7 +70,13 @@ impl Creation {
 
     /// The arguments that spell it out in a propagated command (see `creation_words`).
     fn words(&self) -> Vec<String> {
-        creation_words(self.capacity, self.error, self.growth, self.window)
+        creation_words(
+            self.capacity,
+            self.error,
+            self.growth,
+            self.window,
+            self.layout,
+        )
     }
 }
 
@@ -103,6 +116,7 @@ impl Insert {
             error: options.error.unwrap_or(defaults.error),
             growth,
             window,
+            layout: options.layout.unwrap_or(defaults.layout),
         };
         // A propagated write (AT) names the filter its primary holds, which may be a first
         // release's, made below today's floor: a replica must apply it as its primary did.
@@ -427,6 +441,7 @@ mod tests {
         error: 0.01,
         growth: Growth::Scaling { expansion: 2 },
         window: None,
+        layout: Layout::Classic,
     };
 
     fn parse(args: &[&str]) -> Result<Insert, BfError> {
@@ -443,6 +458,7 @@ mod tests {
                 error: 0.001,
                 growth: Growth::Scaling { expansion: 4 },
                 window: None,
+                layout: Layout::Classic,
             }),
             first_item: 9,
             at: None,

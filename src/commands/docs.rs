@@ -10,7 +10,8 @@ const ONE_ITEM: &std::ffi::CStr =
 const MANY_ITEMS: &std::ffi::CStr =
     c"O(n * k * f): n items, k hash functions in each of the filter's f sub-filters";
 
-/// BF.RESERVE key error_rate capacity [EXPANSION expansion] [NONSCALING]
+/// BF.RESERVE key error_rate capacity [EXPANSION expansion] [NONSCALING] [WINDOW seconds]
+/// [LAYOUT CLASSIC|BLOCKED]
 pub const RESERVE: Docs = Docs {
     summary: c"Creates an empty Bloom filter for a capacity and a false-positive rate",
     complexity: c"O(1)",
@@ -21,6 +22,15 @@ pub const RESERVE: Docs = Docs {
         Arg::integer(c"expansion").token(c"EXPANSION").optional(),
         Arg::pure_token(c"nonscaling", c"NONSCALING").optional(),
         Arg::integer(c"seconds").token(c"WINDOW").optional(),
+        Arg::one_of(
+            c"layout",
+            &[
+                Arg::pure_token(c"classic", c"CLASSIC"),
+                Arg::pure_token(c"blocked", c"BLOCKED"),
+            ],
+        )
+        .token(c"LAYOUT")
+        .optional(),
     ],
 };
 
@@ -39,7 +49,7 @@ pub const MADD: Docs = Docs {
 };
 
 /// BF.INSERT key [CAPACITY capacity] [ERROR error] [EXPANSION expansion] [NOCREATE] [NONSCALING]
-/// [WINDOW seconds] ITEMS item [item ...] (and `AT milliseconds`, which only a primary or the AOF
+/// [WINDOW seconds] [LAYOUT CLASSIC|BLOCKED] ITEMS item [item ...] (and `AT milliseconds`, which only a primary or the AOF
 /// sends: not shown to clients)
 pub const INSERT: Docs = Docs {
     summary:
@@ -53,6 +63,15 @@ pub const INSERT: Docs = Docs {
         Arg::pure_token(c"nocreate", c"NOCREATE").optional(),
         Arg::pure_token(c"nonscaling", c"NONSCALING").optional(),
         Arg::integer(c"seconds").token(c"WINDOW").optional(),
+        Arg::one_of(
+            c"layout",
+            &[
+                Arg::pure_token(c"classic", c"CLASSIC"),
+                Arg::pure_token(c"blocked", c"BLOCKED"),
+            ],
+        )
+        .token(c"LAYOUT")
+        .optional(),
         Arg::pure_token(c"items", c"ITEMS"),
         Arg::string(c"item").multiple(),
     ],
@@ -72,10 +91,10 @@ pub const MEXISTS: Docs = Docs {
     args: &[Arg::key(c"key"), Arg::string(c"item").multiple()],
 };
 
-/// BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION | WINDOW]
+/// BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION | WINDOW | LAYOUT]
 pub const INFO: Docs = Docs {
     summary:
-        c"Returns the capacity, size, sub-filter count, item count, expansion (and window) of a Bloom filter",
+        c"Returns the capacity, size, sub-filter count, item count, expansion (and window, layout) of a Bloom filter",
     complexity: c"O(f): the filter's f sub-filters",
     args: &[
         Arg::key(c"key"),
@@ -88,6 +107,7 @@ pub const INFO: Docs = Docs {
                 Arg::pure_token(c"items", c"ITEMS"),
                 Arg::pure_token(c"expansion", c"EXPANSION"),
                 Arg::pure_token(c"window", c"WINDOW"),
+                Arg::pure_token(c"layout", c"LAYOUT"),
             ],
         )
         .optional(),

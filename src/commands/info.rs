@@ -5,6 +5,7 @@ use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
 use crate::size::memory_usage;
+use bf_filter::sizing::Layout;
 use bf_filter::{Filter, Growth, Hashing, SubFilter};
 use std::ffi::CStr;
 
@@ -17,23 +18,37 @@ pub enum Field {
     Items,
     Expansion,
     Window,
+    Layout,
 }
 
 impl Field {
     /// Every field of a filter's whole reply, in order: RedisBloom's five, then `Window` for a
-    /// windowed filter (so that clients that read the fields by position keep working).
+    /// windowed filter and `Layout` for a blocked one (so that clients that read the fields by
+    /// position keep working).
     fn all(filter: &Filter) -> &'static [Field] {
-        const ALL: [Field; 6] = [
+        const FIVE: [Field; 5] = [
             Field::Capacity,
             Field::Size,
             Field::Filters,
             Field::Items,
             Field::Expansion,
-            Field::Window,
         ];
-        match filter {
-            Filter::Chain(_) => &ALL[..5],
-            Filter::Windowed(_) => &ALL,
+        const WINDOWED: [Field; 6] = [FIVE[0], FIVE[1], FIVE[2], FIVE[3], FIVE[4], Field::Window];
+        const BLOCKED: [Field; 6] = [FIVE[0], FIVE[1], FIVE[2], FIVE[3], FIVE[4], Field::Layout];
+        const BOTH: [Field; 7] = [
+            FIVE[0],
+            FIVE[1],
+            FIVE[2],
+            FIVE[3],
+            FIVE[4],
+            Field::Window,
+            Field::Layout,
+        ];
+        match (filter, filter.layout()) {
+            (Filter::Chain(_), Layout::Classic) => &FIVE,
+            (Filter::Chain(_), Layout::Blocked) => &BLOCKED,
+            (Filter::Windowed(_), Layout::Classic) => &WINDOWED,
+            (Filter::Windowed(_), Layout::Blocked) => &BOTH,
         }
     }
 
@@ -46,18 +61,20 @@ impl Field {
             Field::Items => c"Number of items inserted",
             Field::Expansion => c"Expansion rate",
             Field::Window => c"Window",
+            Field::Layout => c"Layout",
         }
     }
 
     /// The field a BF.INFO argument asks for, in any letter case.
     fn named(token: &[u8]) -> Option<Field> {
-        let names: [(&str, Field); 6] = [
+        let names: [(&str, Field); 7] = [
             ("CAPACITY", Field::Capacity),
             ("SIZE", Field::Size),
             ("FILTERS", Field::Filters),
             ("ITEMS", Field::Items),
             ("EXPANSION", Field::Expansion),
             ("WINDOW", Field::Window),
+            ("LAYOUT", Field::Layout),
         ];
         names
             .into_iter()
@@ -92,6 +109,10 @@ impl Field {
                 Some(window) => call.reply_integer(saturating(window.as_seconds())),
                 None => call.reply_null(),
             },
+            Field::Layout => call.reply_bulk(match filter.layout() {
+                Layout::Classic => b"classic",
+                Layout::Blocked => b"blocked",
+            }),
         }
     }
 }
@@ -165,16 +186,24 @@ pub fn debug(call: &Call) -> Result<(), BfError> {
 /// A windowed filter (this module's own) puts `generation from:<ms> until:<ms> size:<items>`
 /// before each live generation's sub-filters (the slot it took items in, when its last part
 /// expires, the items of its live parts), and each of its sub-filter lines ends with
-/// ` until:<ms>`, when that part expires.
+/// ` until:<ms>`, when that part expires. A blocked filter's sub-filter lines add, before
+/// that, ` layout:blocked block:<bits>` (the bits of the block an item's probes fall in), or
+/// ` layout:classic` for a sub-filter whose error rate is too small for blocks.
 pub fn debug_lines(filter: &Filter, now: u64) -> Vec<String> {
     let width = match filter.hashing() {
         Hashing::Xxh3 | Hashing::Murmur64 => 64,
         Hashing::Murmur32 => 32,
     };
+    let blocked = filter.layout() == Layout::Blocked;
     let line = |sub_filter: &SubFilter| {
         let shape = sub_filter.shape();
+        let layout = match (blocked, shape.lines) {
+            (false, _) => String::new(),
+            (true, 0) => " layout:classic".to_string(),
+            (true, lines) => format!(" layout:blocked block:{}", 512 * u32::from(lines)),
+        };
         format!(
-            "bytes:{} bits:{} hashes:{} hashwidth:{width} capacity:{} size:{} ratio:{}",
+            "bytes:{} bits:{} hashes:{} hashwidth:{width} capacity:{} size:{} ratio:{}{layout}",
             shape.bit_bytes(),
             shape.bits,
             shape.hash_count,

@@ -12,12 +12,13 @@ pub mod window;
 
 use crate::error::BfError;
 use crate::glue::call::Call;
+use bf_filter::sizing::Layout;
 use bf_filter::window::Window;
 use bf_filter::{Filter, Growth};
 
 pub use crate::parse::{
-    is_option, once, parse_capacity, parse_error_rate, parse_expansion, parse_whole, parse_window,
-    unknown, value_of, Args,
+    is_option, once, parse_capacity, parse_error_rate, parse_expansion, parse_layout, parse_whole,
+    parse_window, unknown, value_of, Args,
 };
 
 /// The arguments that spell out a growth in a propagated command: `EXPANSION n` or `NONSCALING`.
@@ -29,12 +30,14 @@ pub fn growth_words(growth: Growth) -> Vec<String> {
 }
 
 /// The arguments that spell out how a filter is made, in a propagated command: `CAPACITY c ERROR
-/// e`, the growth, and the window if any.
+/// e`, the growth, the window if any, and `LAYOUT BLOCKED` for a blocked filter (a classic one
+/// is propagated as before layouts, which every release reads).
 pub fn creation_words(
     capacity: u64,
     error: f64,
     growth: Growth,
     window: Option<Window>,
+    layout: Layout,
 ) -> Vec<String> {
     let mut words = vec![
         "CAPACITY".to_string(),
@@ -47,7 +50,16 @@ pub fn creation_words(
     if let Some(window) = window {
         words.extend(["WINDOW".to_string(), window.as_seconds().to_string()]);
     }
+    words.extend(layout_words(layout));
     words
+}
+
+/// `LAYOUT BLOCKED` for a blocked filter; nothing for a classic one.
+pub fn layout_words(layout: Layout) -> Vec<String> {
+    match layout {
+        Layout::Classic => Vec::new(),
+        Layout::Blocked => vec!["LAYOUT".into(), "BLOCKED".into()],
+    }
 }
 
 /// The time a read asks a filter at: this server's clock for a windowed filter (whose expired

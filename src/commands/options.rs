@@ -5,10 +5,11 @@
 //! A new option is a field of [`Options`], a row, and its name in the commands' lists.
 
 use super::{
-    is_option, once, parse_capacity, parse_error_rate, parse_expansion, parse_whole, parse_window,
-    unknown, value_of, Args,
+    is_option, once, parse_capacity, parse_error_rate, parse_expansion, parse_layout, parse_whole,
+    parse_window, unknown, value_of, Args,
 };
 use crate::error::BfError;
+use bf_filter::sizing::Layout;
 use bf_filter::window::{Window, DEFAULT_EXPANSION};
 use bf_filter::Growth;
 
@@ -21,6 +22,7 @@ pub struct Options {
     pub no_create: Option<()>,
     pub non_scaling: Option<()>,
     pub window: Option<Window>,
+    pub layout: Option<Layout>,
     /// The primary's time of a propagated windowed write (BF.INSERT only).
     pub at: Option<u64>,
 }
@@ -65,17 +67,24 @@ const WINDOW: Opt = Opt {
     name: "WINDOW",
     takes: Takes::Value(|o, v| once(&mut o.window, "WINDOW", parse_window(v)?)),
 };
+const LAYOUT: Opt = Opt {
+    name: "LAYOUT",
+    takes: Takes::Value(|o, v| once(&mut o.layout, "LAYOUT", parse_layout(v)?)),
+};
 const AT: Opt = Opt {
     name: "AT",
     takes: Takes::Value(|o, v| once(&mut o.at, "AT", parse_whole(v).ok_or(BfError::BadTime)?)),
 };
 
-/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [WINDOW seconds]`.
-pub const RESERVE: &[Opt] = &[EXPANSION, NONSCALING, WINDOW];
+/// `BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [WINDOW seconds]
+/// [LAYOUT CLASSIC|BLOCKED]`.
+pub const RESERVE: &[Opt] = &[EXPANSION, NONSCALING, WINDOW, LAYOUT];
 
 /// `BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] [WINDOW seconds]
-/// [AT milliseconds] ITEMS item...`.
-pub const INSERT: &[Opt] = &[CAPACITY, ERROR, EXPANSION, NOCREATE, NONSCALING, WINDOW, AT];
+/// [LAYOUT CLASSIC|BLOCKED] [AT milliseconds] ITEMS item...`.
+pub const INSERT: &[Opt] = &[
+    CAPACITY, ERROR, EXPANSION, NOCREATE, NONSCALING, WINDOW, LAYOUT, AT,
+];
 
 /// Where a command's options end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,6 +8,7 @@ use crate::config;
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, FilterKey};
+use bf_filter::sizing::Layout;
 use bf_filter::window::Window;
 use bf_filter::Growth;
 
@@ -18,12 +19,17 @@ pub struct Reserve {
     pub capacity: u64,
     pub growth: Growth,
     pub window: Option<Window>,
+    pub layout: Layout,
 }
 
 impl Reserve {
     /// Parses the arguments after the key; `default_expansion` applies when neither EXPANSION
     /// nor NONSCALING is given (a windowed filter has its own default).
-    pub fn parse<'a>(args: &impl Args<'a>, default_expansion: u16) -> Result<Reserve, BfError> {
+    pub fn parse<'a>(
+        args: &impl Args<'a>,
+        default_expansion: u16,
+        default_layout: Layout,
+    ) -> Result<Reserve, BfError> {
         let error = parse_error_rate(args.get(2))?;
         let capacity = parse_capacity(args.get(3))?;
         let (options, _) = Options::parse(args, 4, RESERVE, End::Last)?;
@@ -40,6 +46,7 @@ impl Reserve {
             capacity,
             growth,
             window,
+            layout: options.layout.unwrap_or(default_layout),
         })
     }
 
@@ -50,6 +57,7 @@ impl Reserve {
             error: self.error,
             growth: self.growth,
             window: self.window,
+            layout: self.layout,
         }
     }
 }
@@ -57,7 +65,8 @@ impl Reserve {
 /// BF.RESERVE: `OK`, or `ERR item exists` if the key holds a filter already.
 pub fn reserve(call: &Call) -> Result<(), BfError> {
     let args = call.args();
-    let request = Reserve::parse(&args, config::defaults().expansion)?;
+    let defaults = config::defaults();
+    let request = Reserve::parse(&args, defaults.expansion, defaults.layout)?;
     let mut key = FilterKey::open(call, 1, Access::Write);
     if key.filter()?.is_some() {
         return Err(BfError::ItemExists);
@@ -69,11 +78,12 @@ pub fn reserve(call: &Call) -> Result<(), BfError> {
         .map_err(|err| BfError::from_filter(err, &limit))?;
     key.create(filter)?;
     call.reply_ok();
-    // Propagated with the growth spelled out: a replica's default expansion may differ.
+    // Propagated with the growth and layout spelled out: a replica's defaults may differ.
     let mut words = super::growth_words(request.growth);
     if let Some(window) = request.window {
         words.extend(["WINDOW".to_string(), window.as_seconds().to_string()]);
     }
+    words.extend(super::layout_words(request.layout));
     let mut made = vec![args.get(1), args.get(2), args.get(3)];
     made.extend(words.iter().map(|word| word.as_bytes()));
     call.replicate(c"BF.RESERVE", &made, 0..0);
@@ -88,7 +98,7 @@ mod tests {
     fn parse(args: &[&str]) -> Result<Reserve, BfError> {
         let mut all: Vec<&[u8]> = vec![b"BF.RESERVE", b"key"];
         all.extend(args.iter().map(|a| a.as_bytes()));
-        Reserve::parse(&all.as_slice(), 2)
+        Reserve::parse(&all.as_slice(), 2, Layout::Classic)
     }
 
     #[test]
@@ -98,6 +108,7 @@ mod tests {
             capacity: 100,
             growth: Growth::Scaling { expansion: 4 },
             window: None,
+            layout: Layout::Classic,
         };
         assert_eq!(parse(&["0.01", "100", "expansion", "4"]), Ok(expected));
         assert_eq!(

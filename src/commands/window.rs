@@ -30,7 +30,13 @@ use std::sync::atomic::AtomicU64;
 /// `ITEMS` (the items it applied follow).
 pub fn time_change(shape: &WindowedShape, now: u64) -> Vec<String> {
     let window = Some(shape.window);
-    let mut words = super::creation_words(shape.capacity, shape.error, shape.growth, window);
+    let mut words = super::creation_words(
+        shape.capacity,
+        shape.error,
+        shape.growth,
+        window,
+        shape.layout,
+    );
     words.extend(["AT".to_string(), now.to_string(), "ITEMS".to_string()]);
     words
 }

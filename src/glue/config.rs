@@ -3,8 +3,9 @@
 //! `crate::config`'s.
 
 use super::guard::guarded;
-use crate::config::{self, Numeric};
+use crate::config::{self, EnumConfig, Numeric};
 use redis_module::raw;
+use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -140,6 +141,60 @@ fn register_numeric(ctx: *mut raw::RedisModuleCtx, config: &Numeric) -> Result<(
     Ok(())
 }
 
+/// # Safety
+/// `privdata` is what [`register_enum`] gave: a `&'static AtomicU64`.
+unsafe extern "C" fn get_enum(_name: *const c_char, privdata: *mut c_void) -> c_int {
+    // SAFETY: the static registered with this config.
+    let value = unsafe { &*privdata.cast::<AtomicU64>() };
+    value.load(Ordering::Relaxed) as c_int
+}
+
+/// # Safety
+/// As [`get_enum`].
+unsafe extern "C" fn set_enum(
+    _name: *const c_char,
+    value: c_int,
+    privdata: *mut c_void,
+    _err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    // SAFETY: the static registered with this config.
+    let slot = unsafe { &*privdata.cast::<AtomicU64>() };
+    // The server only passes one of the values registered below.
+    slot.store(value as u64, Ordering::Relaxed);
+    raw::REDISMODULE_OK as c_int
+}
+
+/// Registers an enum config (the server matches its names in any letter case), with its
+/// current value as the default.
+fn register_enum(ctx: *mut raw::RedisModuleCtx, config: &EnumConfig) -> Result<(), String> {
+    let mut names = config.names.map(CStr::as_ptr);
+    // SAFETY: a load-time context; the name and the value names are NUL-terminated statics;
+    // the server copies the arrays; the callbacks match its signatures; privdata points to a
+    // static that lives as long as the module.
+    let registered = unsafe {
+        raw::RedisModule_RegisterEnumConfig.unwrap()(
+            ctx,
+            config.name.as_ptr(),
+            config.value.load(Ordering::Relaxed) as c_int,
+            raw::REDISMODULE_CONFIG_DEFAULT,
+            names.as_mut_ptr(),
+            config.values.as_ptr(),
+            config.values.len() as c_int,
+            Some(get_enum),
+            Some(set_enum),
+            None,
+            std::ptr::from_ref(config.value).cast_mut().cast::<c_void>(),
+        )
+    };
+    if registered != raw::REDISMODULE_OK as c_int {
+        return Err(format!(
+            "could not register config bf.{}",
+            config.name.to_string_lossy()
+        ));
+    }
+    Ok(())
+}
+
 /// Registers the configs with their current values as defaults, then lets the server apply what
 /// its config file says about them. `ctx` is the module's load-time context.
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
@@ -165,6 +220,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
     for numeric in config::numeric() {
         register_numeric(ctx, &numeric)?;
     }
+    register_enum(ctx, &config::layout_config())?;
     // SAFETY: the load-time context.
     if unsafe { raw::RedisModule_LoadConfigs.unwrap()(ctx) } != raw::REDISMODULE_OK as c_int {
         return Err("a bf.* value in the server's configuration was refused".into());

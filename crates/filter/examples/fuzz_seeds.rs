@@ -6,7 +6,7 @@
 //! `cargo run -p bf-filter --example fuzz_seeds`.
 
 use bf_filter::dump::{dump_tag, header, next_iterator, tagged};
-use bf_filter::sizing::{bits_per_item, hash_count};
+use bf_filter::sizing::{bits_per_item, hash_count, Layout};
 use bf_filter::stored::{to_bytes, ByteSink, FieldSink};
 use bf_filter::window::{Window, Windowed, WindowedShape};
 use bf_filter::{Chain, Filter, Growth};
@@ -56,6 +56,26 @@ fn main() {
     }
     busy.expire(1_800_000_000_000 + 60_000 + 500);
     filters.push(busy);
+    // Blocked: a chain grown twice (one-line blocks), and a windowed filter (encoding 104).
+    let growth = Growth::Scaling { expansion: 2 };
+    let mut blocked = Chain::with_layout(Layout::Blocked, 10, 0.01, growth, u64::MAX).unwrap();
+    for i in 0..40 {
+        blocked
+            .add(format!("item:{i}").as_bytes(), u64::MAX)
+            .unwrap();
+    }
+    filters.push(Filter::Chain(blocked));
+    let shape = WindowedShape::new(40, 0.01, Growth::Scaling { expansion: 4 }, window)
+        .unwrap()
+        .with_layout(Layout::Blocked);
+    let mut blocked = Filter::from(Windowed::new(shape));
+    for i in 0..30u64 {
+        let now = 1_800_000_000_000 + i * 1000;
+        blocked
+            .add(format!("item:{i}").as_bytes(), now, u64::MAX)
+            .unwrap();
+    }
+    filters.push(blocked);
     for (index, filter) in filters.iter().enumerate() {
         write(&root.join("stored"), index, &to_bytes(filter));
         // The chunks target's framing: u16 header length, header, then (u64 iterator, u16 length,
@@ -109,6 +129,13 @@ fn main() {
     let mut revision_102 = vec![2u8];
     revision_102.extend_from_slice(&chain_form);
     write(&root.join("older_stored"), 3, &revision_102);
+    // Revision 103 (the classic chain's fields, as 104 writes them) and a windowed filter.
+    let mut revision_103 = vec![3u8];
+    revision_103.extend_from_slice(&chain_form);
+    write(&root.join("older_stored"), 4, &revision_103);
+    let mut revision_103 = vec![3u8];
+    revision_103.extend_from_slice(&to_bytes(&filters[4]));
+    write(&root.join("older_stored"), 5, &revision_103);
 
     let head: Vec<u8> = (0..REDISBLOOM_HEADER.len())
         .step_by(2)

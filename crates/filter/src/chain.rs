@@ -13,7 +13,7 @@ use crate::bits::BitStore;
 use crate::growth::RedisBloomOptions;
 pub use crate::growth::{Growth, MAX_EXPANSION};
 use crate::hash::{Hashing, ItemHash, Mixed, Plain, Plain32, Probing};
-use crate::sizing::{check_requested_error_rate, Shape};
+use crate::sizing::{check_requested_error_rate, Layout, Shape};
 use crate::sub_filter::{storage_bits, SubFilter};
 use crate::FilterError;
 use std::num::NonZeroU64;
@@ -39,6 +39,9 @@ const PREFETCH_MIN_BYTES: u64 = 1 << 20;
 pub enum Format {
     /// Made by this module: xxh3-128 ([`Hashing::Xxh3`]) and RedisBloom's sizing formulas.
     Native,
+    /// Made by this module in the blocked layout (`LAYOUT BLOCKED`): xxh3-128, each item's
+    /// probes in one block of its sub-filters, sized by `sizing::blocked`.
+    Blocked,
     /// Imported from RedisBloom, and kept as RedisBloom made it: its hashing and its sizing,
     /// as its option flags say, for the sub-filters it made and the ones added here.
     RedisBloom(RedisBloomOptions),
@@ -48,8 +51,24 @@ impl Format {
     /// How the chain hashes items.
     pub fn hashing(self) -> Hashing {
         match self {
-            Format::Native => Hashing::Xxh3,
+            Format::Native | Format::Blocked => Hashing::Xxh3,
             Format::RedisBloom(options) => options.hashing(),
+        }
+    }
+
+    /// How the chain's sub-filters lay out an item's probes.
+    pub fn layout(self) -> Layout {
+        match self {
+            Format::Blocked => Layout::Blocked,
+            Format::Native | Format::RedisBloom(_) => Layout::Classic,
+        }
+    }
+
+    /// This module's format for chains of `layout`.
+    pub fn native(layout: Layout) -> Format {
+        match layout {
+            Layout::Classic => Format::Native,
+            Layout::Blocked => Format::Blocked,
         }
     }
 }
@@ -76,6 +95,17 @@ impl Chain {
         growth: Growth,
         max_bytes: u64,
     ) -> Result<Chain, FilterError> {
+        Chain::with_layout(Layout::Classic, capacity, error, growth, max_bytes)
+    }
+
+    /// [`Chain::new`] in `layout`.
+    pub fn with_layout(
+        layout: Layout,
+        capacity: u64,
+        error: f64,
+        growth: Growth,
+        max_bytes: u64,
+    ) -> Result<Chain, FilterError> {
         check_requested_error_rate(error)?;
         if capacity > MAX_CAPACITY {
             return Err(FilterError::BadCapacity);
@@ -84,13 +114,13 @@ impl Chain {
             Growth::Scaling { .. } => error / 2.0,
             Growth::Fixed => error,
         };
-        let shape = Shape::new(capacity, first_error)?;
+        let shape = Shape::sized(capacity, first_error, layout)?;
         let bytes = Chain::planned_bytes(std::iter::once(&shape));
         if bytes > max_bytes {
             return Err(FilterError::TooLarge { bytes });
         }
         Ok(Chain {
-            format: Format::Native,
+            format: Format::native(layout),
             growth,
             filters: Box::new([SubFilter::new(shape)?]),
             restoring: None,
@@ -101,15 +131,31 @@ impl Chain {
     /// has one sub-filter; in a scaling chain each sub-filter has `expansion` times the capacity
     /// and half the error of the one before it, and only the newest may have room left.
     pub fn from_parts(growth: Growth, filters: Vec<SubFilter>) -> Result<Chain, FilterError> {
+        Chain::from_parts_in(Layout::Classic, growth, filters)
+    }
+
+    /// [`Chain::from_parts`] of a chain in `layout`, whose every sub-filter must have the block
+    /// the layout's sizing gives it.
+    pub fn from_parts_in(
+        layout: Layout,
+        growth: Growth,
+        filters: Vec<SubFilter>,
+    ) -> Result<Chain, FilterError> {
         if filters.is_empty() {
             return Err(FilterError::Corrupt("no sub-filters"));
+        }
+        for filter in &filters {
+            let shape = filter.shape();
+            if Shape::sized(shape.capacity, shape.error, layout)?.lines != shape.lines {
+                return Err(FilterError::Corrupt("block does not match the layout"));
+            }
         }
         for pair in filters.windows(2) {
             check_successor(growth, pair[0].shape(), pair[0].items(), pair[1].shape())?;
         }
         check_total_capacity(&filters)?;
         Ok(Chain {
-            format: Format::Native,
+            format: Format::native(layout),
             growth,
             filters: filters.into_boxed_slice(),
             restoring: None,
@@ -277,7 +323,9 @@ impl Chain {
 
     fn grow(&mut self, max_bytes: u64) -> Result<(), FilterError> {
         let next = match self.format {
-            Format::Native => next_shape(self.growth, self.newest().shape()),
+            Format::Native | Format::Blocked => {
+                next_shape(self.growth, self.newest().shape(), self.format.layout())
+            }
             Format::RedisBloom(options) => {
                 crate::growth::next_link(options, self.growth, self.newest().shape())
             }
@@ -520,8 +568,9 @@ fn pipelined<'a, C: std::borrow::Borrow<Chain>>(
     }
 }
 
-/// The shape of the sub-filter that follows `newest` in a chain that grows by `growth`.
-fn next_shape(growth: Growth, newest: &Shape) -> Result<Shape, FilterError> {
+/// The shape of the sub-filter that follows `newest` in a chain of `layout` that grows by
+/// `growth`.
+fn next_shape(growth: Growth, newest: &Shape, layout: Layout) -> Result<Shape, FilterError> {
     let Growth::Scaling { expansion } = growth else {
         return Err(FilterError::Full);
     };
@@ -534,7 +583,7 @@ fn next_shape(growth: Growth, newest: &Shape) -> Result<Shape, FilterError> {
     if newest.error < 2.0 * f64::MIN_POSITIVE {
         return Err(FilterError::CannotGrow);
     }
-    Shape::new(capacity, newest.error / 2.0)
+    Shape::sized(capacity, newest.error / 2.0, layout)
 }
 
 #[cfg(test)]
@@ -544,9 +593,12 @@ mod tests {
     #[test]
     fn the_next_sub_filter_has_expansion_times_the_capacity_and_half_the_error() {
         let newest = Shape::new(10, 0.005).unwrap();
-        let next = next_shape(Growth::Scaling { expansion: 4 }, &newest).unwrap();
+        let next = next_shape(Growth::Scaling { expansion: 4 }, &newest, Layout::Classic).unwrap();
         assert_eq!(next, Shape::new(40, 0.0025).unwrap());
-        assert_eq!(next_shape(Growth::Fixed, &newest), Err(FilterError::Full));
+        assert_eq!(
+            next_shape(Growth::Fixed, &newest, Layout::Classic),
+            Err(FilterError::Full)
+        );
     }
 
     #[test]
@@ -575,7 +627,10 @@ mod tests {
             Err(FilterError::BadErrorRate)
         );
         let first = Shape::new(1, below / 2.0).unwrap();
-        assert_eq!(next_shape(growth, &first), Err(FilterError::CannotGrow));
+        assert_eq!(
+            next_shape(growth, &first, Layout::Classic),
+            Err(FilterError::CannotGrow)
+        );
     }
 
     #[test]
@@ -587,10 +642,13 @@ mod tests {
         let growth = Growth::Scaling {
             expansion: MAX_EXPANSION,
         };
-        assert_eq!(next_shape(growth, &huge), Err(FilterError::CannotGrow));
+        assert_eq!(
+            next_shape(growth, &huge, Layout::Classic),
+            Err(FilterError::CannotGrow)
+        );
         let tiny = Shape::new(1, f64::MIN_POSITIVE).unwrap();
         assert_eq!(
-            next_shape(Growth::Scaling { expansion: 1 }, &tiny),
+            next_shape(Growth::Scaling { expansion: 1 }, &tiny, Layout::Classic),
             Err(FilterError::CannotGrow)
         );
     }

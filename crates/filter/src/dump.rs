@@ -7,18 +7,20 @@
 //! 8 bytes  magic "redis-bf"
 //! u32      format version 1
 //! u32      hash family: 0 this module's (xxh3-128, the probe sequence of `hash`),
-//!                       1 RedisBloom's, kept by a filter imported from it
+//!                       1 RedisBloom's, kept by a filter imported from it,
+//!                       2 this module's in the blocked layout
 //! u32      expansion (0: NONSCALING)
 //! u32      number of sub-filters, n >= 1
 //! family 1 only: u32 RedisBloom's option flags
 //! n times  u64 capacity, f64 error rate, u32 hash count, u64 bits, u64 items  (36 bytes)
 //! ```
 //!
-//! and of a windowed filter (`crate::window`), whose parts all use hash family 0:
+//! and of a windowed filter (`crate::window`), whose parts all use hash family 0 (or 2, in
+//! the blocked layout):
 //!
 //! ```text
 //! 8 bytes  magic "redis-bf"
-//! u32      format version 3
+//! u32      format version 3 (4: its parts in the blocked layout)
 //! u64      window, seconds
 //! u64      capacity (items per window)
 //! f64      error rate
@@ -69,7 +71,8 @@ use crate::filter::Filter;
 use crate::growth::{check_stored_link, RedisBloomOptions};
 use crate::reader::Reader;
 use crate::redisbloom::DumpHeader;
-use crate::sub_filter::check_stored;
+use crate::sizing::Layout;
+use crate::sub_filter::{check_stored, stored_shape};
 use crate::window::{Generation, Outline, Part, Windowed, WindowedShape};
 use crate::{Chain, FilterError, Growth, Shape, SubFilter};
 use std::borrow::Cow;
@@ -83,10 +86,15 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const FIRST_WINDOWED_FORMAT_VERSION: u32 = 2;
 /// The header layout of a windowed filter.
 pub const WINDOWED_FORMAT_VERSION: u32 = 3;
+/// The header layout of a windowed filter whose parts are in the blocked layout (the same
+/// fields as version 3).
+pub const BLOCKED_WINDOWED_FORMAT_VERSION: u32 = 4;
 /// Hash family 0: xxh3-128 and the probe sequence of `crate::hash`.
 pub const HASH_FAMILY_XXH3: u32 = 0;
 /// Hash family 1: RedisBloom's, as an imported filter keeps it.
 pub const HASH_FAMILY_REDISBLOOM: u32 = 1;
+/// Hash family 2: xxh3-128 in the blocked layout.
+pub const HASH_FAMILY_BLOCKED: u32 = 2;
 /// The largest data chunk.
 pub const CHUNK_BYTES: u64 = MAX_PIECE_BYTES as u64;
 
@@ -175,6 +183,7 @@ fn chain_header(chain: &Chain) -> Vec<u8> {
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     let family = match chain.format() {
         Format::Native => HASH_FAMILY_XXH3,
+        Format::Blocked => HASH_FAMILY_BLOCKED,
         Format::RedisBloom(_) => HASH_FAMILY_REDISBLOOM,
     };
     out.extend_from_slice(&family.to_le_bytes());
@@ -214,12 +223,13 @@ impl From<DumpHeader> for Header {
     }
 }
 
-/// Reads `count` entries of this module's own sub-filters, checked one by one and against the
-/// chain's growth rule.
+/// Reads `count` entries of this module's own sub-filters in `layout`, checked one by one and
+/// against the chain's growth rule.
 fn native_entries(
     reader: &mut Reader,
     count: usize,
     growth: Growth,
+    layout: Layout,
 ) -> Result<Vec<(Shape, u64)>, FilterError> {
     if reader.remaining() < count.saturating_mul(ENTRY_LEN) {
         return Err(FilterError::Corrupt(
@@ -228,14 +238,15 @@ fn native_entries(
     }
     let mut filters: Vec<(Shape, u64)> = Vec::with_capacity(count);
     for _ in 0..count {
-        let shape = Shape {
+        let read = Shape {
             capacity: reader.u64()?,
             error: reader.f64()?,
             hash_count: reader.u32()?,
             bits: reader.u64()?,
+            lines: 0,
         };
         let items = reader.u64()?;
-        check_stored(&shape, items)?;
+        let shape = stored_shape(&read, items, layout)?;
         if let Some((older, older_items)) = filters.last() {
             check_successor(growth, older, *older_items, &shape)?;
         }
@@ -256,7 +267,8 @@ impl Header {
         match reader.u32()? {
             FORMAT_VERSION => Header::parse_chain(reader),
             FIRST_WINDOWED_FORMAT_VERSION => Header::parse_first_windowed(reader),
-            WINDOWED_FORMAT_VERSION => Header::parse_windowed(reader),
+            WINDOWED_FORMAT_VERSION => Header::parse_windowed(reader, Layout::Classic),
+            BLOCKED_WINDOWED_FORMAT_VERSION => Header::parse_windowed(reader, Layout::Blocked),
             _ => Err(FilterError::Corrupt("unknown dump format version")),
         }
     }
@@ -269,7 +281,7 @@ impl Header {
             return Err(FilterError::Corrupt("no sub-filters"));
         }
         let options = match family {
-            HASH_FAMILY_XXH3 => None,
+            HASH_FAMILY_XXH3 | HASH_FAMILY_BLOCKED => None,
             HASH_FAMILY_REDISBLOOM => {
                 let options = RedisBloomOptions::new(u64::from(reader.u32()?))?;
                 if options.fixed() != (growth == Growth::Fixed) {
@@ -286,8 +298,13 @@ impl Header {
                 "header length does not match its sub-filter count",
             ));
         }
+        let layout = if family == HASH_FAMILY_BLOCKED {
+            Layout::Blocked
+        } else {
+            Layout::Classic
+        };
         let filters = match options {
-            None => native_entries(&mut reader, count, growth)?,
+            None => native_entries(&mut reader, count, growth, layout)?,
             Some(options) => {
                 let mut filters = Vec::with_capacity(count);
                 for _ in 0..count {
@@ -315,7 +332,7 @@ impl Header {
             }
         };
         Ok(Header(Described::Chain {
-            format: options.map_or(Format::Native, Format::RedisBloom),
+            format: options.map_or(Format::native(layout), Format::RedisBloom),
             growth,
             filters,
         }))
@@ -363,7 +380,9 @@ impl Header {
             } => {
                 let filters = sub_filters(filters)?;
                 Filter::Chain(match format {
-                    Format::Native => Chain::from_parts(growth, filters),
+                    Format::Native | Format::Blocked => {
+                        Chain::from_parts_in(format.layout(), growth, filters)
+                    }
                     Format::RedisBloom(options) => Chain::imported(options, growth, filters),
                 }?)
             }
@@ -506,7 +525,8 @@ impl Filter {
         let Some(next) = self.restoring() else {
             return Ok(());
         };
-        let imported = matches!(self, Filter::Chain(chain) if chain.format() != Format::Native);
+        let imported =
+            matches!(self, Filter::Chain(chain) if matches!(chain.format(), Format::RedisBloom(_)));
         let starts_a_chunk = if imported {
             next < self.dump_len()
         } else {

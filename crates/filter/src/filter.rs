@@ -121,6 +121,14 @@ impl Filter {
         }
     }
 
+    /// How its sub-filters lay out an item's probes.
+    pub fn layout(&self) -> crate::sizing::Layout {
+        match self {
+            Filter::Chain(chain) => chain.format().layout(),
+            Filter::Windowed(windowed) => windowed.shape().layout,
+        }
+    }
+
     /// How it hashes items.
     pub fn hashing(&self) -> Hashing {
         match self {

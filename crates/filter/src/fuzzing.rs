@@ -53,17 +53,19 @@ pub fn chunks(data: &[u8]) {
     let _ = filter.add(b"probe", NOW, LIMIT);
 }
 
-/// The stored form of older revisions (100 to 102: chains before the restoring state, and the
-/// first release's windowed filters): the first byte picks the revision, the rest are fields. A
+/// The stored form of older revisions (100 to 103: chains before the restoring state, the first
+/// release's windowed filters, and filters before layouts): the first byte picks the revision,
+/// the rest are fields. A
 /// filter that loads must answer, and come back unchanged through the newest revision.
 pub fn older_stored(data: &[u8]) {
     let Some((&pick, rest)) = data.split_first() else {
         return;
     };
-    let revision = match pick % 3 {
+    let revision = match pick % 4 {
         0 => Revision::Chain,
         1 => Revision::Restoring,
-        _ => Revision::Windowed,
+        2 => Revision::Windowed,
+        _ => Revision::Parts,
     };
     let mut fields = ByteFields::new(rest);
     let Ok(filter) = load(&mut fields, revision) else {

@@ -184,6 +184,7 @@ pub fn check_link(options: RedisBloomOptions, link: &Link) -> Result<Shape, Filt
         error: link.error,
         hash_count: link.hashes as u32,
         bits,
+        lines: 0,
     })
 }
 
@@ -273,5 +274,6 @@ pub fn next_link(
         error,
         hash_count: hash_count(error),
         bits,
+        lines: 0,
     })
 }

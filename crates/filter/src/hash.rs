@@ -20,6 +20,7 @@
 //! [`Hashing::Murmur32`]): the same two numbers for every sub-filter, and the plain sequence
 //! `a + i*b` modulo the bit count, so that every answer is the one RedisBloom would give.
 
+use crate::sizing::Shape;
 use xxhash_rust::xxh3::xxh3_128_with_seed;
 
 /// The fixed xxh3 seed. Changing it changes every filter's bits: it is part of the on-disk format.
@@ -81,15 +82,26 @@ pub trait Probing {
     /// sub-filters where it differs from 64-bit arithmetic (see `sub_filter`).
     const LEGACY: bool = false;
 
-    /// Calls `visit` with each of the item's `count` positions in `[0, bits)` until it returns
-    /// false; false if it did.
-    fn each(hash: &ItemHash, count: u32, bits: u64, visit: impl FnMut(u64) -> bool) -> bool;
+    /// Calls `visit` with each of the item's first `count` positions in a sub-filter of `shape`
+    /// until it returns false; false if it did.
+    fn each(hash: &ItemHash, shape: &Shape, count: u32, visit: impl FnMut(u64) -> bool) -> bool;
+
+    /// Calls `visit` with a position in each cache line that the item's first `count` probes
+    /// touch, or may touch (to prefetch them).
+    #[inline(always)]
+    fn lines(hash: &ItemHash, shape: &Shape, count: u32, mut visit: impl FnMut(u64)) {
+        Self::each(hash, shape, count, |position| {
+            visit(position);
+            true
+        });
+    }
 
     /// The hash that sub-filter `index` of a chain uses.
     fn for_sub_filter(hash: &ItemHash, index: usize) -> ItemHash;
 }
 
-/// This module's probing, for [`Hashing::Xxh3`]: a pair per sub-filter, and the mixed sequence.
+/// This module's probing, for [`Hashing::Xxh3`]: a pair per sub-filter, and the mixed sequence,
+/// over the whole array (classic) or within the item's block (blocked, see [`Mixed::block`]).
 pub struct Mixed;
 
 /// RedisBloom's probing, for [`Hashing::Murmur64`]: one pair, `(a + i*b) mod bits`.
@@ -99,19 +111,70 @@ pub struct Plain;
 /// arithmetic.
 pub struct Plain32;
 
-impl Probing for Mixed {
-    /// The sequence of [`Probes`], written out as a loop: the hottest code of every command.
+/// log2 of the bits of a block of one cache line, less one: a block of `lines` lines (1 or 2)
+/// has `2^(BLOCK_LOG2_BASE + lines)` bits.
+const BLOCK_LOG2_BASE: u32 = 8;
+
+impl Mixed {
+    /// Where the item's block starts in a blocked sub-filter of `bits` bits, and log2 of the
+    /// block's bits: the block is the item's first hash reduced onto the block count, and the
+    /// probes within it follow the mixed sequence of the second hash, stepped by the first.
     #[inline(always)]
-    fn each(hash: &ItemHash, count: u32, bits: u64, mut visit: impl FnMut(u64) -> bool) -> bool {
-        let (mut x, mut y) = (hash.h1, hash.h2);
+    pub fn block(hash: &ItemHash, bits: u64, lines: u8) -> (u64, u32) {
+        let width_log2 = BLOCK_LOG2_BASE + u32::from(lines);
+        (
+            reduce(hash.h1, bits >> width_log2) << width_log2,
+            width_log2,
+        )
+    }
+}
+
+impl Probing for Mixed {
+    /// The sequence of [`Probes`], written out as a loop: the hottest code of every command. In
+    /// a blocked sub-filter, the same sequence (of the swapped pair) within the item's block.
+    #[inline(always)]
+    fn each(
+        hash: &ItemHash,
+        shape: &Shape,
+        count: u32,
+        mut visit: impl FnMut(u64) -> bool,
+    ) -> bool {
+        if shape.lines == 0 {
+            let (mut x, mut y) = (hash.h1, hash.h2);
+            for i in 0..count {
+                if !visit(reduce(mix(x), shape.bits)) {
+                    return false;
+                }
+                x = x.wrapping_add(y);
+                y = y.wrapping_add(u64::from(i));
+            }
+            return true;
+        }
+        let (base, width_log2) = Mixed::block(hash, shape.bits, shape.lines);
+        let (mut x, mut y) = (hash.h2, hash.h1);
         for i in 0..count {
-            if !visit(reduce(mix(x), bits)) {
+            if !visit(base + (mix(x) >> (64 - width_log2))) {
                 return false;
             }
             x = x.wrapping_add(y);
             y = y.wrapping_add(u64::from(i));
         }
         true
+    }
+
+    #[inline(always)]
+    fn lines(hash: &ItemHash, shape: &Shape, count: u32, mut visit: impl FnMut(u64)) {
+        if shape.lines == 0 {
+            Mixed::each(hash, shape, count, |position| {
+                visit(position);
+                true
+            });
+            return;
+        }
+        let (base, _) = Mixed::block(hash, shape.bits, shape.lines);
+        for line in 0..u64::from(shape.lines) {
+            visit(base + line * 512);
+        }
     }
 
     #[inline(always)]
@@ -122,7 +185,13 @@ impl Probing for Mixed {
 
 impl Probing for Plain {
     #[inline(always)]
-    fn each(hash: &ItemHash, count: u32, bits: u64, mut visit: impl FnMut(u64) -> bool) -> bool {
+    fn each(
+        hash: &ItemHash,
+        shape: &Shape,
+        count: u32,
+        mut visit: impl FnMut(u64) -> bool,
+    ) -> bool {
+        let bits = shape.bits;
         hash.plain(count).all(|value| visit(value % bits))
     }
 
@@ -136,8 +205,8 @@ impl Probing for Plain32 {
     const LEGACY: bool = true;
 
     #[inline(always)]
-    fn each(hash: &ItemHash, count: u32, bits: u64, visit: impl FnMut(u64) -> bool) -> bool {
-        Plain::each(hash, count, bits, visit)
+    fn each(hash: &ItemHash, shape: &Shape, count: u32, visit: impl FnMut(u64) -> bool) -> bool {
+        Plain::each(hash, shape, count, visit)
     }
 
     #[inline(always)]
@@ -352,13 +421,18 @@ mod tests {
         for item in 0..100u32 {
             let hash = ItemHash::of(&item.to_le_bytes());
             let mut visited = Vec::new();
-            assert!(Mixed::each(&hash, 11, 960, |p| {
+            let shape = Shape {
+                bits: 960,
+                hash_count: 11,
+                ..Shape::new(1, 0.5).unwrap()
+            };
+            assert!(Mixed::each(&hash, &shape, 11, |p| {
                 visited.push(p);
                 true
             }));
             assert_eq!(visited, hash.probes(11, 960).collect::<Vec<_>>());
             let mut first = Vec::new();
-            assert!(!Mixed::each(&hash, 11, 960, |p| {
+            assert!(!Mixed::each(&hash, &shape, 11, |p| {
                 first.push(p);
                 first.len() < 3
             }));

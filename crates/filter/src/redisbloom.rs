@@ -312,6 +312,7 @@ mod tests {
             error: 0.01,
             hash_count: hash_count(0.01),
             bits: 1024,
+            lines: 0,
         };
         let shape = next_link(options(4), Growth::Scaling { expansion: 2 }, &newest).unwrap();
         // 200 items at 0.005 want 2205.5 bits: 4096 bits, and room for 171 more items.

@@ -4,8 +4,26 @@
 //! with filters that users already run (and with the ones they will import):
 //! `bits_per_item = -ln(error) / ln(2)^2`, `hash_count = ceil(ln(2) * bits_per_item)`,
 //! `bits = floor(capacity * bits_per_item)`, at least 1, rounded up to a multiple of 64.
+//!
+//! That is the classic layout, whose probes spread over the whole bit array. The blocked layout
+//! ([`Layout::Blocked`]) keeps an item's probes in one block of one or two cache lines, and is
+//! sized by its own rule ([`blocked`]), to the same error rate.
 
 use crate::FilterError;
+
+pub mod blocked;
+
+/// How a filter lays an item's probes over its bits, as it was asked for (`LAYOUT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// Every probe anywhere in the sub-filter's bit array (RedisBloom's layout).
+    #[default]
+    Classic,
+    /// Every probe of an item in one block of one or two 64-byte cache lines, chosen by the
+    /// item's hash: one memory access per item, for a few percent more bits. Sub-filters whose
+    /// error rate is too small for that to pay are classic (see [`blocked`]).
+    Blocked,
+}
 
 /// ln(2), with the digits RedisBloom uses (not `std::f64::consts::LN_2`): sizes must match its own
 /// to the bit, and the last digit can move a `ceil` or a `floor`.
@@ -67,8 +85,11 @@ pub struct Shape {
     pub error: f64,
     /// Probes per item.
     pub hash_count: u32,
-    /// Size of the bit array, a multiple of 64.
+    /// Size of the bit array, a multiple of 64 (of the block, for a blocked sub-filter).
     pub bits: u64,
+    /// Cache lines per block: 0 for a classic sub-filter (probes anywhere in the array), 1 or 2
+    /// for a blocked one.
+    pub lines: u8,
 }
 
 impl Shape {
@@ -92,6 +113,33 @@ impl Shape {
             error,
             hash_count: hash_count(error),
             bits,
+            lines: 0,
+        })
+    }
+
+    /// The shape of a sub-filter of `capacity` items at `error` in a filter of `layout`: the
+    /// classic sizing ([`Shape::new`]), or the blocked one where a design meets the error rate
+    /// within its cost bound ([`blocked::Design`]), classic where none does.
+    pub fn sized(capacity: u64, error: f64, layout: Layout) -> Result<Shape, FilterError> {
+        let classic = Shape::new(capacity, error)?;
+        let design = match layout {
+            Layout::Classic => None,
+            Layout::Blocked => blocked::Design::of(error),
+        };
+        let Some(design) = design else {
+            return Ok(classic);
+        };
+        let bits = design.blocks(capacity) * u128::from(design.block_bits());
+        if bits >= u128::from(MAX_BITS) {
+            return Err(FilterError::TooLarge {
+                bytes: u64::try_from(bits / 8).unwrap_or(u64::MAX),
+            });
+        }
+        Ok(Shape {
+            hash_count: design.hash_count,
+            bits: bits as u64,
+            lines: design.lines,
+            ..classic
         })
     }
 

@@ -4,9 +4,11 @@
 //!
 //! ```text
 //! unsigned  kind                   0 = a chain, 1 = a windowed filter     (since revision 102)
+//!                                  2 = a windowed filter in the blocked layout   (since 104)
 //! a chain:
 //! unsigned  hash family            0 = xxh3-128 with the probe sequence of `hash`
 //!                                  1 = RedisBloom's, kept by a filter imported from it
+//!                                  2 = xxh3-128 in the blocked layout      (since revision 104)
 //! unsigned  RedisBloom's option flags        (family 1 only)
 //! unsigned  expansion              0 = NONSCALING
 //! unsigned  number of sub-filters  at least 1
@@ -36,8 +38,11 @@
 //!                                  dump offset n - 1 (see `crate::dump`)   (since revision 101)
 //! ```
 //!
-//! The module stores it as encoding version 103 of its data type; versions 100 to 102 are still
-//! read ([`Revision`]).
+//! A blocked filter's sub-filters are stored with the same fields: the sizing gives each one's
+//! block from its capacity and error rate (`sizing::blocked`).
+//!
+//! The module stores it as encoding version 104 of its data type (a classic filter's fields are
+//! the ones version 103 wrote); versions 100 to 103 are still read ([`Revision`]).
 //!
 //! Reading checks every field against what was actually read, before anything is allocated for
 //! it: the hash count and bit count must be the ones the sizing gives for the capacity and error,
@@ -48,7 +53,8 @@
 use crate::bits::{piece_lengths, BitStore};
 use crate::chain::{check_successor, Format};
 use crate::growth::{check_stored_link, RedisBloomOptions};
-use crate::sub_filter::{check_stored, storage_bits};
+use crate::sizing::Layout;
+use crate::sub_filter::{check_stored, storage_bits, stored_shape};
 use crate::window::{Generation, Part, Rule, Window, Windowed, WindowedShape, MAX_GENERATIONS};
 use crate::{Chain, Filter, FilterError, Growth, Shape, SubFilter};
 use std::num::NonZeroU64;
@@ -57,6 +63,8 @@ use std::num::NonZeroU64;
 pub const HASH_FAMILY_XXH3: u64 = 0;
 /// Hash family 1: RedisBloom's, as an imported filter keeps it.
 pub const HASH_FAMILY_REDISBLOOM: u64 = 1;
+/// Hash family 2: xxh3-128 in the blocked layout.
+pub const HASH_FAMILY_BLOCKED: u64 = 2;
 
 /// The revisions of the stored form, oldest first; the module writes the newest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -70,11 +78,13 @@ pub enum Revision {
     /// Encoding version 103: a windowed filter's generations made of parts that expire one by
     /// one.
     Parts = 103,
+    /// Encoding version 104: filters in the blocked layout (hash family 2, kind 2).
+    Blocked = 104,
 }
 
 impl Revision {
     /// The revision this code writes.
-    pub const NEWEST: Revision = Revision::Parts;
+    pub const NEWEST: Revision = Revision::Blocked;
 
     /// The revision stored under an RDB encoding version, if it is one of this module's.
     pub fn of_encoding(encver: i32) -> Option<Revision> {
@@ -83,6 +93,7 @@ impl Revision {
             101 => Some(Revision::Restoring),
             102 => Some(Revision::Windowed),
             103 => Some(Revision::Parts),
+            104 => Some(Revision::Blocked),
             _ => None,
         }
     }
@@ -92,6 +103,8 @@ impl Revision {
 const KIND_CHAIN: u64 = 0;
 /// Kind 1: a windowed filter.
 const KIND_WINDOWED: u64 = 1;
+/// Kind 2: a windowed filter in the blocked layout.
+const KIND_WINDOWED_BLOCKED: u64 = 2;
 
 /// Where stored fields come from. `None` means the input ended (or failed) before the field.
 pub trait FieldSource {
@@ -150,8 +163,11 @@ pub fn save(filter: &Filter, sink: &mut impl FieldSink) {
             save_chain(chain, sink);
         }
         Filter::Windowed(windowed) => {
-            sink.unsigned(KIND_WINDOWED);
             let shape = windowed.shape();
+            sink.unsigned(match shape.layout {
+                Layout::Classic => KIND_WINDOWED,
+                Layout::Blocked => KIND_WINDOWED_BLOCKED,
+            });
             sink.unsigned(shape.window.as_seconds());
             sink.unsigned(shape.capacity);
             sink.double(shape.error);
@@ -183,6 +199,7 @@ fn expansion_field(growth: Growth) -> u64 {
 fn save_chain(chain: &Chain, sink: &mut impl FieldSink) {
     match chain.format() {
         Format::Native => sink.unsigned(HASH_FAMILY_XXH3),
+        Format::Blocked => sink.unsigned(HASH_FAMILY_BLOCKED),
         Format::RedisBloom(options) => {
             sink.unsigned(HASH_FAMILY_REDISBLOOM);
             sink.unsigned(u64::from(options.flags()));
@@ -241,12 +258,20 @@ pub fn load(source: &mut impl FieldSource, revision: Revision) -> Result<Filter,
         KIND_CHAIN => {
             let family = source.unsigned().ok_or(LoadError::Truncated)?;
             Filter::Chain(match family {
-                HASH_FAMILY_XXH3 => load_native(source),
+                HASH_FAMILY_XXH3 => load_native(source, Layout::Classic),
                 HASH_FAMILY_REDISBLOOM => load_imported(source),
+                HASH_FAMILY_BLOCKED if revision >= Revision::Blocked => {
+                    load_native(source, Layout::Blocked)
+                }
                 _ => Err(LoadError::Corrupt(format!("unknown hash family {family}"))),
             }?)
         }
-        KIND_WINDOWED if revision >= Revision::Parts => Filter::from(load_windowed(source)?),
+        KIND_WINDOWED if revision >= Revision::Parts => {
+            Filter::from(load_windowed(source, Layout::Classic)?)
+        }
+        KIND_WINDOWED_BLOCKED if revision >= Revision::Blocked => {
+            Filter::from(load_windowed(source, Layout::Blocked)?)
+        }
         KIND_WINDOWED => Filter::from(load_first_windowed(source)?),
         _ => return Err(LoadError::Corrupt(format!("unknown filter kind {kind}"))),
     };
@@ -283,8 +308,9 @@ fn windowed_fields(
 /// Reads a windowed filter (kind 1, revision 103): its parameters, then its generations, each
 /// part checked against its generation's sizing before its bits are read, and the whole against
 /// what a windowed filter can hold (`window::check_generations`).
-fn load_windowed(source: &mut impl FieldSource) -> Result<Windowed, LoadError> {
+fn load_windowed(source: &mut impl FieldSource, layout: Layout) -> Result<Windowed, LoadError> {
     let (shape, count) = windowed_fields(source, WindowedShape::stored)?;
+    let shape = shape.with_layout(layout);
     let mut generations = Vec::new();
     for _ in 0..count {
         let slot = source.unsigned().ok_or(LoadError::Truncated)?;
@@ -342,7 +368,7 @@ fn load_first_windowed(source: &mut impl FieldSource) -> Result<Windowed, LoadEr
     let mut generations = Vec::new();
     for _ in 0..count {
         let slot = source.unsigned().ok_or(LoadError::Truncated)?;
-        let chain = load_native_sub_filters(source, shape.growth)?;
+        let chain = load_native_sub_filters(source, shape.growth, Layout::Classic)?;
         let filters = chain.filters().to_vec();
         generations.push(Generation::legacy(&shape, slot, filters));
     }
@@ -377,26 +403,28 @@ fn load_imported(source: &mut impl FieldSource) -> Result<Chain, LoadError> {
     Ok(Chain::imported(options, growth, filters)?)
 }
 
-/// Reads a chain of this module's own (family 0).
-fn load_native(source: &mut impl FieldSource) -> Result<Chain, LoadError> {
+/// Reads a chain of this module's own (family 0, or 2 in the blocked layout).
+fn load_native(source: &mut impl FieldSource, layout: Layout) -> Result<Chain, LoadError> {
     let growth = read_growth(source)?;
-    load_native_sub_filters(source, growth)
+    load_native_sub_filters(source, growth, layout)
 }
 
-/// Reads the sub-filters of a chain of this module's own that grows by `growth`.
+/// Reads the sub-filters of a chain of this module's own in `layout` that grows by `growth`.
 fn load_native_sub_filters(
     source: &mut impl FieldSource,
     growth: Growth,
+    layout: Layout,
 ) -> Result<Chain, LoadError> {
     let filters = read_sub_filters(source, |link, older| {
-        let shape = Shape {
+        let read = Shape {
             capacity: link.capacity,
             error: link.error,
             hash_count: u32::try_from(link.hash_count)
                 .map_err(|_| LoadError::Corrupt("hash count out of range".into()))?,
             bits: link.bits,
+            lines: 0,
         };
-        check_stored(&shape, link.items)?;
+        let shape = stored_shape(&read, link.items, layout)?;
         if let Some((older_shape, older_items)) = older {
             check_successor(growth, older_shape, older_items, &shape)?;
         }
@@ -406,7 +434,7 @@ fn load_native_sub_filters(
         .into_iter()
         .map(|(shape, items, store)| SubFilter::from_parts(shape, items, store))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Chain::from_parts(growth, filters)?)
+    Ok(Chain::from_parts_in(layout, growth, filters)?)
 }
 
 /// The expansion field: 0 for NONSCALING.
@@ -669,7 +697,8 @@ mod tests {
         assert_eq!(Revision::of_encoding(100), Some(Revision::Chain));
         assert_eq!(Revision::of_encoding(101), Some(Revision::Restoring));
         assert_eq!(Revision::of_encoding(102), Some(Revision::Windowed));
-        assert_eq!(Revision::of_encoding(103), Some(Revision::NEWEST));
+        assert_eq!(Revision::of_encoding(103), Some(Revision::Parts));
+        assert_eq!(Revision::of_encoding(104), Some(Revision::NEWEST));
         assert_eq!(Revision::of_encoding(4), None);
     }
 

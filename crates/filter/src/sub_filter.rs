@@ -2,7 +2,7 @@
 
 use crate::bits::BitStore;
 use crate::hash::{ItemHash, Mixed, Probing};
-use crate::sizing::Shape;
+use crate::sizing::{Layout, Shape};
 use crate::FilterError;
 
 /// A Bloom filter of fixed size; a [`crate::Chain`] is a list of them.
@@ -105,7 +105,7 @@ impl SubFilter {
     #[inline(always)]
     pub fn contains_by<P: Probing>(&self, hash: &ItemHash) -> bool {
         let (count, bits) = (self.shape.hash_count, self.shape.bits);
-        P::each(hash, count, bits, |position| self.bits.get(position))
+        P::each(hash, &self.shape, count, |position| self.bits.get(position))
             || (P::LEGACY
                 && arithmetic_differs(bits)
                 && hash.plain32(count).all(|value| self.bits.get(value % bits)))
@@ -116,9 +116,8 @@ impl SubFilter {
     #[inline(always)]
     pub fn prefetch_by<P: Probing>(&self, hash: &ItemHash, count: u32) {
         let count = count.min(self.shape.hash_count);
-        P::each(hash, count, self.shape.bits, |position| {
-            self.bits.prefetch(position);
-            true
+        P::lines(hash, &self.shape, count, |position| {
+            self.bits.prefetch(position)
         });
     }
 
@@ -138,7 +137,7 @@ impl SubFilter {
         }
         let store = &mut self.bits;
         let mut new = false;
-        P::each(hash, self.shape.hash_count, self.shape.bits, |position| {
+        P::each(hash, &self.shape, self.shape.hash_count, |position| {
             new |= store.set_if_unset(position);
             true
         });
@@ -157,7 +156,7 @@ impl SubFilter {
     #[inline(always)]
     pub fn insert_by<P: Probing>(&mut self, hash: &ItemHash) {
         let store = &mut self.bits;
-        P::each(hash, self.shape.hash_count, self.shape.bits, |position| {
+        P::each(hash, &self.shape, self.shape.hash_count, |position| {
             store.set(position);
             true
         });
@@ -178,24 +177,40 @@ pub fn storage_bits(bits: u64) -> u64 {
     bits.max(1).next_multiple_of(64)
 }
 
-/// Checks a stored sub-filter before anything is allocated for it: its hash count and bit count
-/// must be the ones the sizing gives for its capacity and error rate, and it cannot hold more
-/// items than its capacity.
+/// Checks a sub-filter's shape and item count as [`stored_shape`] does, in the layout its
+/// shape says (a blocked filter's classic sub-filters are sized as classic ones).
 pub fn check_stored(shape: &Shape, items: u64) -> Result<(), FilterError> {
-    let expected = Shape::new(shape.capacity, shape.error)
+    let layout = if shape.lines == 0 {
+        Layout::Classic
+    } else {
+        Layout::Blocked
+    };
+    let expected = stored_shape(shape, items, layout)?;
+    if expected.lines != shape.lines {
+        return Err(FilterError::Corrupt("block does not match the error rate"));
+    }
+    Ok(())
+}
+
+/// Checks a stored sub-filter of a filter in `layout` before anything is allocated for it: its
+/// hash count and bit count must be the ones the sizing gives for its capacity and error rate,
+/// and it cannot hold more items than its capacity. The shape it must have (with its block,
+/// which stored fields do not repeat: the sizing gives it).
+pub fn stored_shape(read: &Shape, items: u64, layout: Layout) -> Result<Shape, FilterError> {
+    let expected = Shape::sized(read.capacity, read.error, layout)
         .map_err(|_| FilterError::Corrupt("sub-filter capacity or error rate out of range"))?;
-    if expected.hash_count != shape.hash_count {
+    if expected.hash_count != read.hash_count {
         return Err(FilterError::Corrupt(
             "hash count does not match the error rate",
         ));
     }
-    if expected.bits != shape.bits {
+    if expected.bits != read.bits {
         return Err(FilterError::Corrupt(
             "bit count does not match the capacity",
         ));
     }
-    if items > shape.capacity {
+    if items > read.capacity {
         return Err(FilterError::Corrupt("more items than capacity"));
     }
-    Ok(())
+    Ok(expected)
 }

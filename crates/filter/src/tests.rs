@@ -3,6 +3,8 @@
 
 use crate::{Chain, FilterError, Growth, ItemHash, Shape, SubFilter};
 
+mod blocked;
+
 const NO_LIMIT: u64 = u64::MAX;
 
 /// Distinct items: `kind` separates added items from absent probes, `trial` separates filters.
@@ -347,6 +349,7 @@ fn classical(bits_per_item: u64, hash_count: u32, n: u64, probes: u64) -> f64 {
         error: 0.5,
         hash_count,
         bits: bits_per_item * n,
+        lines: 0,
     };
     let mut filter = SubFilter::new(shape).unwrap();
     for index in 0..n {

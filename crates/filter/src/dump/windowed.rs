@@ -3,9 +3,10 @@
 
 use super::{
     check_stored, expansion_field, growth_field, native_entries, push_entries, Described, Header,
-    MAGIC, PART_LEN, WINDOWED_FORMAT_VERSION,
+    BLOCKED_WINDOWED_FORMAT_VERSION, MAGIC, PART_LEN, WINDOWED_FORMAT_VERSION,
 };
 use crate::reader::Reader;
+use crate::sizing::Layout;
 use crate::window::{
     check_generations, Outline, Rule, Window, Windowed, WindowedShape, MAX_GENERATIONS,
 };
@@ -15,7 +16,11 @@ pub(super) fn windowed_header(windowed: &Windowed) -> Vec<u8> {
     let shape = windowed.shape();
     let mut out = Vec::new();
     out.extend_from_slice(&MAGIC);
-    out.extend_from_slice(&WINDOWED_FORMAT_VERSION.to_le_bytes());
+    let version = match shape.layout {
+        Layout::Classic => WINDOWED_FORMAT_VERSION,
+        Layout::Blocked => BLOCKED_WINDOWED_FORMAT_VERSION,
+    };
+    out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&shape.window.as_seconds().to_le_bytes());
     out.extend_from_slice(&shape.capacity.to_le_bytes());
     out.extend_from_slice(&shape.error.to_bits().to_le_bytes());
@@ -62,11 +67,15 @@ impl Header {
         Ok((shape, count))
     }
 
-    /// Version 3: generations of parts, each checked against its generation's sizing here, and
-    /// the whole against what a windowed filter can hold (`window::check_generations`) when it
-    /// is built.
-    pub(super) fn parse_windowed(mut reader: Reader) -> Result<Header, FilterError> {
+    /// Version 3 (4 in the blocked layout): generations of parts, each checked against its
+    /// generation's sizing here, and the whole against what a windowed filter can hold
+    /// (`window::check_generations`) when it is built.
+    pub(super) fn parse_windowed(
+        mut reader: Reader,
+        layout: Layout,
+    ) -> Result<Header, FilterError> {
         let (shape, count) = Header::windowed_fields(&mut reader, WindowedShape::stored)?;
+        let shape = shape.with_layout(layout);
         let mut generations = Vec::with_capacity(count);
         for _ in 0..count {
             let slot = reader.u64()?;
@@ -97,6 +106,7 @@ impl Header {
                     error: reader.f64()?,
                     hash_count: reader.u32()?,
                     bits: reader.u64()?,
+                    lines: 0,
                 };
                 let items = reader.u64()?;
                 let expiry = reader.u64()?;
@@ -141,7 +151,7 @@ impl Header {
             if filters == 0 {
                 return Err(FilterError::Corrupt("no sub-filters"));
             }
-            let filters = native_entries(&mut reader, filters, shape.growth)?;
+            let filters = native_entries(&mut reader, filters, shape.growth, Layout::Classic)?;
             let expiry = shape.expiry(slot);
             generations.push(Outline {
                 slot,

@@ -6,7 +6,7 @@ use super::{
     parts_per_window, GENERATIONS, LEGACY_MIN_ERROR_RATE, MAX_CAPACITY, MIN_WINDOWED_ERROR_RATE,
 };
 use crate::chain::Growth;
-use crate::sizing::{check_requested_error_rate, Shape};
+use crate::sizing::{check_requested_error_rate, Layout, Shape};
 use crate::FilterError;
 
 /// How a generation's parts are sized.
@@ -31,6 +31,8 @@ pub struct WindowedShape {
     /// How a generation grows past its budget.
     pub growth: Growth,
     pub window: Window,
+    /// How its parts lay out an item's probes.
+    pub layout: Layout,
 }
 
 impl WindowedShape {
@@ -75,7 +77,13 @@ impl WindowedShape {
             error,
             growth,
             window,
+            layout: Layout::Classic,
         })
+    }
+
+    /// The same parameters, with parts in `layout`.
+    pub fn with_layout(self, layout: Layout) -> WindowedShape {
+        WindowedShape { layout, ..self }
     }
 
     /// The capacity of a whole part: a sixth (or an eighth, above 2%) of the window's, rounded up.
@@ -117,7 +125,7 @@ impl WindowedShape {
                 let whole = budget.div_ceil(size);
                 if index < whole {
                     let capacity = size.min(budget - index * size);
-                    return Shape::new(capacity, self.part_error(capacity));
+                    return Shape::sized(capacity, self.part_error(capacity), self.layout);
                 }
                 self.grown(size, self.part_error(size), index - whole + 1)
             }
@@ -155,6 +163,6 @@ impl WindowedShape {
                 error /= 2.0;
             }
         }
-        Shape::new(capacity, error)
+        Shape::sized(capacity, error, self.layout)
     }
 }
