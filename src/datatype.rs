@@ -2,9 +2,9 @@
 //! AOF rewrite and in DEBUG DIGEST. The server's side of it (the type's registration and its
 //! callbacks) is `crate::glue::datatype`'s; this file decides what they read and write.
 //!
-//! The stored form is `bf_filter::stored`'s, in encoding version 104 (blocked filters; a classic
-//! filter's fields are the ones 103 wrote, and 100 to 103, from before the restoring state,
-//! windowed filters, their parts and layouts, are still read); versions 0 to 4 are
+//! The stored form is `bf_filter::stored`'s, in encoding version 103 (blocked filters marked
+//! within it; 100 to 102, from before the restoring state, windowed filters and their parts, are
+//! still read); versions 0 to 4 are
 //! RedisBloom's own layouts (its type has the same name), read by `bf_filter::redisbloom`.
 
 use crate::glue::Origin;

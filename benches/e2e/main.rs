@@ -27,6 +27,7 @@ mod callgrind;
 mod commands;
 mod creation;
 mod filter_core;
+mod layout;
 mod memory;
 mod persistence;
 mod redisbloom;
@@ -41,7 +42,7 @@ fn main() {
     let mut rows = Vec::new();
 
     // BENCH_ONLY=commands,persistence runs some sections (core, commands, batches, redisbloom,
-    // callgrind, bounded, creation, memory, window, persistence); all by default.
+    // callgrind, bounded, creation, memory, window, layout, persistence); all by default.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let wanted = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
     if wanted("core") {
@@ -71,6 +72,9 @@ fn main() {
     }
     if wanted("window") {
         window::rows(&server, &mut rows);
+    }
+    if wanted("layout") {
+        layout::rows(&server, &mut rows);
     }
     if wanted("persistence") {
         persistence::rows(&server, &mut rows);

@@ -129,7 +129,7 @@ fn main() {
     let mut revision_102 = vec![2u8];
     revision_102.extend_from_slice(&chain_form);
     write(&root.join("older_stored"), 3, &revision_102);
-    // Revision 103 (the classic chain's fields, as 104 writes them) and a windowed filter.
+    // Revision 103 through the older-revisions target: a chain and a windowed filter.
     let mut revision_103 = vec![3u8];
     revision_103.extend_from_slice(&chain_form);
     write(&root.join("older_stored"), 4, &revision_103);

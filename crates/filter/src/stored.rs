@@ -4,11 +4,11 @@
 //!
 //! ```text
 //! unsigned  kind                   0 = a chain, 1 = a windowed filter     (since revision 102)
-//!                                  2 = a windowed filter in the blocked layout   (since 104)
+//!                                  2 = a windowed filter in the blocked layout
 //! a chain:
 //! unsigned  hash family            0 = xxh3-128 with the probe sequence of `hash`
 //!                                  1 = RedisBloom's, kept by a filter imported from it
-//!                                  2 = xxh3-128 in the blocked layout      (since revision 104)
+//!                                  2 = xxh3-128 in the blocked layout
 //! unsigned  RedisBloom's option flags        (family 1 only)
 //! unsigned  expansion              0 = NONSCALING
 //! unsigned  number of sub-filters  at least 1
@@ -41,8 +41,11 @@
 //! A blocked filter's sub-filters are stored with the same fields: the sizing gives each one's
 //! block from its capacity and error rate (`sizing::blocked`).
 //!
-//! The module stores it as encoding version 104 of its data type (a classic filter's fields are
-//! the ones version 103 wrote); versions 100 to 103 are still read ([`Revision`]).
+//! The module stores it as encoding version 103 of its data type; versions 100 to 102 are still
+//! read ([`Revision`]). Blocked filters (kind 2, family 2) came later within 103: a server's data
+//! type has one encoding version for every key, and a new one would have made every file, classic
+//! filters only included, unreadable to the releases before it; as it is, an older release reads
+//! any file without blocked filters, and refuses a blocked one by its unknown kind or family.
 //!
 //! Reading checks every field against what was actually read, before anything is allocated for
 //! it: the hash count and bit count must be the ones the sizing gives for the capacity and error,
@@ -78,13 +81,11 @@ pub enum Revision {
     /// Encoding version 103: a windowed filter's generations made of parts that expire one by
     /// one.
     Parts = 103,
-    /// Encoding version 104: filters in the blocked layout (hash family 2, kind 2).
-    Blocked = 104,
 }
 
 impl Revision {
     /// The revision this code writes.
-    pub const NEWEST: Revision = Revision::Blocked;
+    pub const NEWEST: Revision = Revision::Parts;
 
     /// The revision stored under an RDB encoding version, if it is one of this module's.
     pub fn of_encoding(encver: i32) -> Option<Revision> {
@@ -93,7 +94,6 @@ impl Revision {
             101 => Some(Revision::Restoring),
             102 => Some(Revision::Windowed),
             103 => Some(Revision::Parts),
-            104 => Some(Revision::Blocked),
             _ => None,
         }
     }
@@ -260,7 +260,7 @@ pub fn load(source: &mut impl FieldSource, revision: Revision) -> Result<Filter,
             Filter::Chain(match family {
                 HASH_FAMILY_XXH3 => load_native(source, Layout::Classic),
                 HASH_FAMILY_REDISBLOOM => load_imported(source),
-                HASH_FAMILY_BLOCKED if revision >= Revision::Blocked => {
+                HASH_FAMILY_BLOCKED if revision >= Revision::Parts => {
                     load_native(source, Layout::Blocked)
                 }
                 _ => Err(LoadError::Corrupt(format!("unknown hash family {family}"))),
@@ -269,7 +269,7 @@ pub fn load(source: &mut impl FieldSource, revision: Revision) -> Result<Filter,
         KIND_WINDOWED if revision >= Revision::Parts => {
             Filter::from(load_windowed(source, Layout::Classic)?)
         }
-        KIND_WINDOWED_BLOCKED if revision >= Revision::Blocked => {
+        KIND_WINDOWED_BLOCKED if revision >= Revision::Parts => {
             Filter::from(load_windowed(source, Layout::Blocked)?)
         }
         KIND_WINDOWED => Filter::from(load_first_windowed(source)?),
@@ -697,8 +697,8 @@ mod tests {
         assert_eq!(Revision::of_encoding(100), Some(Revision::Chain));
         assert_eq!(Revision::of_encoding(101), Some(Revision::Restoring));
         assert_eq!(Revision::of_encoding(102), Some(Revision::Windowed));
-        assert_eq!(Revision::of_encoding(103), Some(Revision::Parts));
-        assert_eq!(Revision::of_encoding(104), Some(Revision::NEWEST));
+        assert_eq!(Revision::of_encoding(103), Some(Revision::NEWEST));
+        assert_eq!(Revision::of_encoding(104), None);
         assert_eq!(Revision::of_encoding(4), None);
     }
 

@@ -1,0 +1,223 @@
+//! Section `layout`: the blocked layout (`LAYOUT BLOCKED`) against the classic one and against
+//! RedisBloom (when `REDISBLOOM_SO` names a build of it): memory per item at the same error
+//! rate, a filter in the CPU's caches, and the big filters whose every probe is a cache miss.
+//! Comparisons run alternately, five pairs, and report the median of the pairs' ratios.
+
+use crate::common::{Conn, Frame, Server};
+use crate::measure::{batch_of_100, measure_once, median, size};
+use crate::report::Row;
+use crate::server::{self, fill};
+use std::path::PathBuf;
+
+const GROUP: &str = "blocked layout (usec per call, ns per item in batches, bytes per item)";
+
+/// One side of a comparison: a server, the command's name in commandstats, the command, and the
+/// items per call.
+#[derive(Clone)]
+struct Side<'a> {
+    server: &'a Server,
+    name: &'a str,
+    command: Vec<String>,
+    per: f64,
+}
+
+/// Measures this section and appends its rows.
+pub fn rows(server: &Server, rows: &mut Vec<Row>) {
+    let mut conn = server.conn();
+    memory_rows(&mut conn, rows);
+    in_cache_rows(server, &mut conn, rows);
+    let (ten, hundred) = (size(10_000_000), size(100_000_000));
+    reserve(&mut conn, "ten-b", 0.01, ten, "BLOCKED");
+    fill(&mut conn, "ten-b", ten / 2);
+    reserve(&mut conn, "huge-b", 0.01, hundred, "BLOCKED");
+    fill(&mut conn, "huge-b", hundred / 2);
+    big_rows(server, rows);
+    if let Some(module) = std::env::var_os("REDISBLOOM_SO").map(PathBuf::from) {
+        let theirs = server::start_with_module(&module);
+        let mut them = theirs.conn();
+        for (key, capacity) in [("ten", ten), ("hundred", hundred)] {
+            server::reserve(&mut them, key, capacity);
+            fill(&mut them, key, capacity / 2);
+        }
+        redisbloom_rows(server, &theirs, rows);
+    } else {
+        println!("(layout: skipped the rows against RedisBloom: set REDISBLOOM_SO)");
+    }
+    for key in ["ten-b", "huge-b", "small-b"] {
+        conn.call(&["DEL", key]);
+    }
+}
+
+/// `BF.RESERVE key error capacity LAYOUT layout`, which must succeed.
+fn reserve(conn: &mut Conn, key: &str, error: f64, capacity: u64, layout: &str) {
+    let reply = conn.call(&[
+        "BF.RESERVE",
+        key,
+        &error.to_string(),
+        &capacity.to_string(),
+        "LAYOUT",
+        layout,
+    ]);
+    assert_eq!(reply, Frame::ok(), "{key}");
+}
+
+/// MEMORY USAGE per item of a 10M-item filter at 1% and at 0.1%, blocked against classic: the
+/// bits are allocated at creation, so the filters need no items.
+fn memory_rows(conn: &mut Conn, rows: &mut Vec<Row>) {
+    let items = size(10_000_000);
+    for (error, label, limit) in [(0.01, "1%", 1.06), (0.001, "0.1%", 1.10)] {
+        let mut per_item = |layout: &str| {
+            reserve(conn, "mem-layout", error, items, layout);
+            let usage = conn.call(&["MEMORY", "USAGE", "mem-layout"]).int() as f64;
+            conn.call(&["DEL", "mem-layout"]);
+            usage / items as f64
+        };
+        let classic = per_item("CLASSIC");
+        let blocked = per_item("BLOCKED");
+        rows.push(
+            Row::new(
+                GROUP,
+                format!("MEMORY USAGE per item, 10M items at {label}, blocked"),
+                blocked,
+                "bytes",
+            )
+            .against("classic", classic, limit),
+        );
+    }
+}
+
+/// A 100K-item filter (in the caches), blocked against classic: single items and batches.
+fn in_cache_rows(server: &Server, conn: &mut Conn, rows: &mut Vec<Row>) {
+    server::reserve_small(conn);
+    reserve(conn, "small-b", 0.01, 100_000, "BLOCKED");
+    for key in ["small", "small-b"] {
+        fill(conn, key, 50_000);
+    }
+    for (verb, per) in [
+        ("BF.ADD", 1.0),
+        ("BF.EXISTS", 1.0),
+        ("BF.MADD", 100.0),
+        ("BF.MEXISTS", 100.0),
+    ] {
+        let command = |key: &str| command(verb, key, per);
+        let blocked = Side {
+            server,
+            name: &verb.to_lowercase(),
+            command: command("small-b"),
+            per,
+        };
+        let classic = Side {
+            command: command("small"),
+            ..blocked.clone()
+        };
+        let label = format!(
+            "{verb}{}, 100K-item filter (in cache), blocked",
+            suffix(per)
+        );
+        rows.push(pairs(&label, &blocked, &classic, "classic", 1.0));
+    }
+}
+
+/// The command of one measure: one random item, or a batch of 100.
+fn command(verb: &str, key: &str, per: f64) -> Vec<String> {
+    if per > 1.0 {
+        batch_of_100(verb, key)
+    } else {
+        vec![
+            verb.to_string(),
+            key.to_string(),
+            "item:__rand_int__".into(),
+        ]
+    }
+}
+
+fn suffix(per: f64) -> &'static str {
+    if per > 1.0 {
+        " x100, per item"
+    } else {
+        ""
+    }
+}
+
+/// Single items on the 100M-item blocked filter half full against the same on the blocked
+/// 100K-item filter: one cache miss an item instead of one a probe.
+fn big_rows(server: &Server, rows: &mut Vec<Row>) {
+    for verb in ["BF.ADD", "BF.EXISTS"] {
+        let big = Side {
+            server,
+            name: &verb.to_lowercase(),
+            command: command(verb, "huge-b", 1.0),
+            per: 1.0,
+        };
+        let small = Side {
+            command: command(verb, "small-b", 1.0),
+            ..big.clone()
+        };
+        let label = format!("{verb}, 100M-item blocked filter half full");
+        rows.push(pairs(
+            &label,
+            &big,
+            &small,
+            "the same on the 100K-item blocked filter",
+            1.3,
+        ));
+    }
+}
+
+/// The blocked filters against RedisBloom's filters of the same capacity, as full.
+fn redisbloom_rows(server: &Server, theirs: &Server, rows: &mut Vec<Row>) {
+    for (verb, key, theirs_key, per, limit) in [
+        ("BF.ADD", "ten-b", "ten", 1.0, 0.6),
+        ("BF.EXISTS", "ten-b", "ten", 1.0, 0.6),
+        ("BF.MADD", "huge-b", "hundred", 100.0, 0.30),
+        ("BF.MEXISTS", "huge-b", "hundred", 100.0, 0.30),
+    ] {
+        let name = verb.to_lowercase();
+        let ours = Side {
+            server,
+            name: &name,
+            command: command(verb, key, per),
+            per,
+        };
+        let redisbloom = Side {
+            server: theirs,
+            name: &name,
+            command: command(verb, theirs_key, per),
+            per,
+        };
+        let size = if per > 1.0 { "100M" } else { "10M" };
+        let label = format!(
+            "{verb}{}, {size}-item blocked filter half full",
+            suffix(per)
+        );
+        rows.push(pairs(&label, &ours, &redisbloom, "RedisBloom", limit));
+    }
+}
+
+/// Five alternating pairs of runs, `a` then `b`, with new random items each run; the row is
+/// `a`'s median (per call, or per item in ns for batches) against `b`'s.
+fn pairs(label: &str, a: &Side, b: &Side, baseline: &str, limit: f64) -> Row {
+    let requests = if a.per > 1.0 {
+        size(20_000)
+    } else {
+        size(300_000)
+    };
+    let unit_scale = if a.per > 1.0 { 1000.0 } else { 1.0 };
+    let run = |side: &Side| {
+        let command: Vec<&str> = side.command.iter().map(String::as_str).collect();
+        measure_once(side.server, side.name, requests, 1_000_000_000, &command) / side.per
+            * unit_scale
+    };
+    let (mut first, mut second, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..5 {
+        let x = run(a);
+        let y = run(b);
+        first.push(x);
+        second.push(y);
+        ratios.push(x / y);
+    }
+    let unit = if a.per > 1.0 { "ns" } else { "us" };
+    Row::new(GROUP, label, median(first), unit)
+        .against(baseline, median(second), limit)
+        .with_pairs(ratios)
+}
