@@ -1,8 +1,9 @@
 //! The Bloom filter behind redis-bf, with no Redis types in it. Its modules, in layers (each uses
 //! only those above it in this list; ARCHITECTURE.md draws the map):
 //!
-//! - [`sizing`]: bits and hash count for a capacity and an error rate; [`hash`]: an item's hash
-//!   and the probe sequences it expands into; [`bits`]: the bit array, in allocator-exact pieces.
+//! - [`sizing`]: bits and hash count for a capacity and an error rate, in either layout
+//!   ([`sizing::blocked`]: the blocked layout's own); [`hash`]: an item's hash and the probe
+//!   sequences it expands into; [`bits`]: the bit array, in allocator-exact pieces.
 //! - [`sub_filter`]: one fixed-size filter ([`SubFilter`]).
 //! - [`growth`]: how chains grow ([`Growth`]), RedisBloom's rules for its chains included.
 //! - [`chain`]: the scaling chain ([`Chain`]) and its [`Format`].
