@@ -26,26 +26,29 @@ pub fn rows(server: &Server, rows: &mut Vec<Row>) {
     let mut conn = server.conn();
     memory_rows(&mut conn, rows);
     in_cache_rows(server, &mut conn, rows);
-    let (ten, hundred) = (size(10_000_000), size(100_000_000));
-    reserve(&mut conn, "ten-b", 0.01, ten, "BLOCKED");
-    fill(&mut conn, "ten-b", ten / 2);
-    reserve(&mut conn, "huge-b", 0.01, hundred, "BLOCKED");
-    fill(&mut conn, "huge-b", hundred / 2);
-    big_rows(server, rows);
-    if let Some(module) = std::env::var_os("REDISBLOOM_SO").map(PathBuf::from) {
-        let theirs = server::start_with_module(&module);
-        let mut them = theirs.conn();
-        for (key, capacity) in [("ten", ten), ("hundred", hundred)] {
-            server::reserve(&mut them, key, capacity);
-            fill(&mut them, key, capacity / 2);
-        }
-        redisbloom_rows(server, &theirs, rows);
-    } else {
+    let theirs = std::env::var_os("REDISBLOOM_SO")
+        .map(PathBuf::from)
+        .map(|module| server::start_with_module(&module));
+    if theirs.is_none() {
         println!("(layout: skipped the rows against RedisBloom: set REDISBLOOM_SO)");
     }
-    for key in ["ten-b", "huge-b", "small-b"] {
-        conn.call(&["DEL", key]);
+    let hundred = size(100_000_000);
+    for (error, label) in [(0.01, "1%"), (0.001, "0.1%")] {
+        for (key, layout) in [("huge-c", "CLASSIC"), ("huge-b", "BLOCKED")] {
+            reserve(&mut conn, key, error, hundred, layout);
+            fill(&mut conn, key, hundred / 2);
+        }
+        big_rows(server, label, rows);
+        conn.call(&["DEL", "huge-c"]);
+        if error == 0.01 {
+            single_rows(server, rows);
+            if let Some(theirs) = &theirs {
+                redisbloom_rows(server, theirs, rows);
+            }
+        }
+        conn.call(&["DEL", "huge-b"]);
     }
+    conn.call(&["DEL", "small-b"]);
 }
 
 /// `BF.RESERVE key error capacity LAYOUT layout`, which must succeed.
@@ -139,9 +142,36 @@ fn suffix(per: f64) -> &'static str {
     }
 }
 
-/// Single items on the 100M-item blocked filter half full against the same on the blocked
-/// 100K-item filter: one cache miss an item instead of one a probe.
-fn big_rows(server: &Server, rows: &mut Vec<Row>) {
+/// The 100M-item filters half full at one error rate, blocked against classic: batches of 100
+/// and single items.
+fn big_rows(server: &Server, label: &str, rows: &mut Vec<Row>) {
+    for (verb, per) in [
+        ("BF.MADD", 100.0),
+        ("BF.MEXISTS", 100.0),
+        ("BF.ADD", 1.0),
+        ("BF.EXISTS", 1.0),
+    ] {
+        let blocked = Side {
+            server,
+            name: &verb.to_lowercase(),
+            command: command(verb, "huge-b", per),
+            per,
+        };
+        let classic = Side {
+            command: command(verb, "huge-c", per),
+            ..blocked.clone()
+        };
+        let row = format!(
+            "{verb}{}, 100M-item filter half full at {label}, blocked",
+            suffix(per)
+        );
+        rows.push(pairs(&row, &blocked, &classic, "classic", f64::INFINITY));
+    }
+}
+
+/// Single items on the 100M-item blocked filter half full (at 1%) against the same on the
+/// blocked 100K-item filter: one cache miss an item instead of one a probe.
+fn single_rows(server: &Server, rows: &mut Vec<Row>) {
     for verb in ["BF.ADD", "BF.EXISTS"] {
         let big = Side {
             server,
@@ -153,7 +183,7 @@ fn big_rows(server: &Server, rows: &mut Vec<Row>) {
             command: command(verb, "small-b", 1.0),
             ..big.clone()
         };
-        let label = format!("{verb}, 100M-item blocked filter half full");
+        let label = format!("{verb}, 100M-item blocked filter half full at 1%");
         rows.push(pairs(
             &label,
             &big,
@@ -164,8 +194,18 @@ fn big_rows(server: &Server, rows: &mut Vec<Row>) {
     }
 }
 
-/// The blocked filters against RedisBloom's filters of the same capacity, as full.
+/// The blocked filters against RedisBloom's filters of the same capacity, as full, at 1%: single
+/// items on 10M-item filters, batches on the 100M-item ones.
 fn redisbloom_rows(server: &Server, theirs: &Server, rows: &mut Vec<Row>) {
+    let (ten, hundred) = (size(10_000_000), size(100_000_000));
+    let mut ours = server.conn();
+    reserve(&mut ours, "ten-b", 0.01, ten, "BLOCKED");
+    fill(&mut ours, "ten-b", ten / 2);
+    let mut them = theirs.conn();
+    for (key, capacity) in [("ten", ten), ("hundred", hundred)] {
+        server::reserve(&mut them, key, capacity);
+        fill(&mut them, key, capacity / 2);
+    }
     for (verb, key, theirs_key, per, limit) in [
         ("BF.ADD", "ten-b", "ten", 1.0, 0.6),
         ("BF.EXISTS", "ten-b", "ten", 1.0, 0.6),
@@ -173,7 +213,7 @@ fn redisbloom_rows(server: &Server, theirs: &Server, rows: &mut Vec<Row>) {
         ("BF.MEXISTS", "huge-b", "hundred", 100.0, 0.30),
     ] {
         let name = verb.to_lowercase();
-        let ours = Side {
+        let ours_side = Side {
             server,
             name: &name,
             command: command(verb, key, per),
@@ -190,7 +230,11 @@ fn redisbloom_rows(server: &Server, theirs: &Server, rows: &mut Vec<Row>) {
             "{verb}{}, {size}-item blocked filter half full",
             suffix(per)
         );
-        rows.push(pairs(&label, &ours, &redisbloom, "RedisBloom", limit));
+        rows.push(pairs(&label, &ours_side, &redisbloom, "RedisBloom", limit));
+    }
+    ours.call(&["DEL", "ten-b"]);
+    for key in ["ten", "hundred"] {
+        them.call(&["DEL", key]);
     }
 }
 
