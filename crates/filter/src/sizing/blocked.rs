@@ -18,7 +18,8 @@
 //! for the bound to stay at or below the rate (a grid of 1/64 bit per item, searched exactly):
 //! one line (512 bits) while that costs at most [`MAX_COST`] times the classic filter's bits per
 //! item, else two lines (1,024 bits), else none (the sub-filter is classic: at very small error
-//! rates one block cannot hold enough bits per item cheaply).
+//! rates one block cannot hold enough bits per item cheaply). Only error rates in
+//! [`ERROR_RATES`] are designed for.
 //!
 //! Every step is a fixed sequence of multiplications and one `exp` per evaluation, so every
 //! server computes the same shape for the same capacity and error rate, as loaders require.
@@ -33,6 +34,12 @@ pub const LINE_BITS: u64 = 512;
 pub const MAX_COST: f64 = 1.10;
 /// Bits per item are chosen on a grid of 1/`GRID` bits.
 const GRID: u64 = 64;
+/// The error rates blocked sub-filters are designed for. Below the smallest, two lines cost more
+/// than [`MAX_COST`] anyway (from about 1e-5 on), and the search would grow with the hash count
+/// (a chain's thousandth sub-filter has a thousand); above the largest, blocks would hold
+/// hundreds of items each, past where the bound is computed exactly. Outside, sub-filters are
+/// classic.
+pub const ERROR_RATES: std::ops::RangeInclusive<f64> = 1e-6..=0.25;
 
 /// Designs kept, per thread, for the error rates asked for last: a chain's sub-filters, or a
 /// windowed filter's parts, ask for a few rates again and again (a search takes about 0.1 ms).
@@ -82,6 +89,9 @@ impl Design {
 
     /// [`Design::of`], computed.
     fn search(error: f64) -> Option<Design> {
+        if !ERROR_RATES.contains(&error) {
+            return None;
+        }
         let classic = bits_per_item(error);
         let classic_hashes = hash_count(error);
         let bound = (classic * MAX_COST * GRID as f64).ceil() as u64;
@@ -211,8 +221,13 @@ mod tests {
         assert_eq!(at(1e-4).lines, 2);
         assert!(cost(1e-4) <= 1.10, "{}", cost(1e-4));
         // Far below, one block cannot hold the bits cheaply: the classic layout.
+        assert_eq!(Design::of(1e-5), None);
         assert_eq!(Design::of(1e-7), None);
         assert_eq!(Design::of(1e-300), None);
+        // Above a quarter, too: a block would hold hundreds of items.
+        assert!(Design::of(0.25).is_some());
+        assert_eq!(Design::of(0.3), None);
+        assert_eq!(Design::of(0.99), None);
     }
 
     #[test]
