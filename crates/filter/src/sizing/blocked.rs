@@ -35,7 +35,7 @@ pub const MAX_COST: f64 = 1.10;
 /// Bits per item are chosen on a grid of 1/`GRID` bits.
 const GRID: u64 = 64;
 /// The error rates blocked sub-filters are designed for. Below the smallest, two lines cost more
-/// than [`MAX_COST`] anyway (from about 1e-5 on), and the search would grow with the hash count
+/// than [`MAX_COST`] anyway (from about 3e-5 on), and the search would grow with the hash count
 /// (a chain's thousandth sub-filter has a thousand); above the largest, blocks would hold
 /// hundreds of items each, past where the bound is computed exactly. Outside, sub-filters are
 /// classic.
