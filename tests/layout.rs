@@ -7,7 +7,8 @@
 mod common;
 
 use common::{
-    debug_lines, digest, error_text, loadchunk, pipeline, scandump, Conn, Frame, Options, Server,
+    debug_lines, digest, error_text, loadchunk, names, pipeline, scandump, Conn, Frame, Options,
+    Server,
 };
 
 /// A command written as one line, its words split at spaces.
@@ -25,13 +26,6 @@ fn layout(conn: &mut Conn, key: &str) -> String {
     assert_eq!(reply.len(), 1, "{key}: {reply:?}");
     assert!(matches!(reply[0], Frame::Bulk(_)), "{key}: {reply:?}");
     reply[0].text()
-}
-
-/// `count` item names: `prefix:first`, `prefix:first+1`, ...
-fn names(prefix: &str, first: usize, count: usize) -> Vec<String> {
-    (first..first + count)
-        .map(|i| format!("{prefix}:{i}"))
-        .collect()
 }
 
 /// `command key` followed by `items`, a thousand at a time, as one pipeline: the replies.
@@ -598,10 +592,7 @@ fn scandump_and_loadchunk_rebuild_blocked_filters() {
 
 #[test]
 fn an_aof_rewrite_replayed_on_restart_keeps_blocked_filters() {
-    let options = Options::default()
-        .config("appendonly", "yes")
-        .config("appendfsync", "always")
-        .config("aof-use-rdb-preamble", "no");
+    let options = Options::aof_without_preamble();
     let mut server = Server::with(options.clone());
     let mut conn = server.conn();
     let filters = blocked_filters(&mut conn);
@@ -609,11 +600,7 @@ fn an_aof_rewrite_replayed_on_restart_keeps_blocked_filters() {
     server.wait_for_aof_rewrite();
     drop(conn);
     // The rewrite holds the filters as chunks, not as the commands that made them.
-    let aof: Vec<u8> = std::fs::read_dir(server.dir.join("appendonlydir"))
-        .unwrap()
-        .flat_map(|entry| std::fs::read(entry.unwrap().path()).unwrap())
-        .collect();
-    let aof = String::from_utf8_lossy(&aof);
+    let aof = server.aof_text();
     assert!(aof.contains("BF.LOADCHUNK") && !aof.contains("BF.RESERVE"));
     server.restart_with(options);
     assert_kept(&mut server.conn(), &filters, "");

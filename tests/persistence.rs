@@ -404,10 +404,7 @@ fn a_header_over_the_ceiling_is_refused() {
 
 #[test]
 fn an_aof_rewrite_without_rdb_preamble_rebuilds_every_filter() {
-    let options = Options::default()
-        .config("appendonly", "yes")
-        .config("appendfsync", "always")
-        .config("aof-use-rdb-preamble", "no");
+    let options = Options::aof_without_preamble();
     let mut server = Server::with(options.clone());
     let mut conn = server.conn();
     assert_eq!(

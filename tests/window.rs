@@ -13,8 +13,8 @@
 mod common;
 
 use common::{
-    bf_size, boolean, debug_lines, digest, error_text, generations, info_bf, now_ms,
-    sleep_into_next_slot, sleep_until, Conn, Frame, Server,
+    bf_size, boolean, debug_lines, digest, error_text, exists, generations, info_bf, madd, names,
+    now_ms, ok, sleep_into_next_slot, sleep_until, Conn, Frame, Server,
 };
 use std::thread::sleep;
 use std::time::Duration;
@@ -22,33 +22,11 @@ use std::time::Duration;
 /// Room for a round trip and scheduling delays, in milliseconds.
 const SLACK: u64 = 150;
 
-fn ok(conn: &mut Conn, command: &[&str]) {
-    assert_eq!(conn.call(command), Frame::ok(), "{command:?}");
-}
-
 /// `BF.ADD`, timed: (the reply, the time just before sending, the time just after the reply).
 fn timed_add(conn: &mut Conn, key: &str, item: &str) -> (Frame, u64, u64) {
     let before = now_ms();
     let reply = conn.call(&["BF.ADD", key, item]);
     (reply, before, now_ms())
-}
-
-fn exists(conn: &mut Conn, key: &str, item: &str) -> i64 {
-    conn.call(&["BF.EXISTS", key, item]).int()
-}
-
-/// Sends BF.MADD of `items` to `key`; the replies.
-fn madd(conn: &mut Conn, key: &str, items: &[String]) -> Frame {
-    let mut command = vec!["BF.MADD", key];
-    command.extend(items.iter().map(String::as_str));
-    conn.call(&command)
-}
-
-/// `count` item names from `first` on, with a prefix.
-fn names(prefix: &str, first: usize, count: usize) -> Vec<String> {
-    (first..first + count)
-        .map(|i| format!("{prefix}:{i}"))
-        .collect()
 }
 
 /// Four windowed filters, `a` to `d`, made by BF.RESERVE and BF.INSERT with WINDOW and the other

@@ -7,33 +7,11 @@
 mod common;
 
 use common::{
-    bf_size, debug_lines, digest, error_text, generations, info_bf, now_ms, scandump,
-    sleep_into_next_slot, sleep_until, Conn, Frame, Options, Server,
+    bf_size, debug_lines, digest, error_text, exists, generations, info_bf, madd, names, now_ms,
+    ok, scandump, sleep_into_next_slot, sleep_until, Conn, Frame, Options, Server,
 };
 use std::thread::sleep;
 use std::time::Duration;
-
-fn ok(conn: &mut Conn, command: &[&str]) {
-    assert_eq!(conn.call(command), Frame::ok(), "{command:?}");
-}
-
-fn exists(conn: &mut Conn, key: &str, item: &str) -> i64 {
-    conn.call(&["BF.EXISTS", key, item]).int()
-}
-
-/// Sends BF.MADD of `items` to `key`; the replies.
-fn madd(conn: &mut Conn, key: &str, items: &[String]) -> Frame {
-    let mut command = vec!["BF.MADD", key];
-    command.extend(items.iter().map(String::as_str));
-    conn.call(&command)
-}
-
-/// `count` item names from `first` on, with a prefix.
-fn names(prefix: &str, first: usize, count: usize) -> Vec<String> {
-    (first..first + count)
-        .map(|i| format!("{prefix}:{i}"))
-        .collect()
-}
 
 /// Writes `item:<next>...` in eight phases 400 ms apart to two filters of a `window`-second
 /// window, one reserved (capacity 40, parts of 7 items) and one created by BF.INSERT (capacity
@@ -146,11 +124,7 @@ fn an_aof_replay_makes_the_same_parts_whenever_it_runs() {
     server.restart_with(options);
     let mut conn = server.conn();
     assert_eq!(states(&mut conn, &["r", "i"]), before);
-    let aof: Vec<u8> = std::fs::read_dir(server.dir.join("appendonlydir"))
-        .unwrap()
-        .flat_map(|entry| std::fs::read(entry.unwrap().path()).unwrap())
-        .collect();
-    let text = String::from_utf8_lossy(&aof);
+    let text = server.aof_text();
     assert!(
         text.contains("\r\nWINDOW\r\n$2\r\n10\r\n$2\r\nAT\r\n$13\r\n"),
         "no BF.INSERT ... WINDOW 10 AT <ms> in the AOF"
@@ -194,10 +168,7 @@ fn a_write_refused_after_dropping_expired_parts_still_reaches_replicas() {
 
 #[test]
 fn an_aof_rewrite_debug_reload_chunks_copy_and_restore_keep_the_parts() {
-    let options = Options::default()
-        .config("appendonly", "yes")
-        .config("appendfsync", "always")
-        .config("aof-use-rdb-preamble", "no");
+    let options = Options::aof_without_preamble();
     let mut server = Server::with(options.clone());
     let mut conn = server.conn();
     ok(&mut conn, &["BF.RESERVE", "w", "0.01", "50", "WINDOW", "5"]);

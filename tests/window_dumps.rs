@@ -10,26 +10,12 @@ mod common;
 
 use common::payload::{Envelope, Field};
 use common::{
-    bf_size, error_text, generations, loadchunk, now_ms, sleep_into_next_slot, sleep_until, Conn,
-    Frame, Options, Server,
+    bf_size, error_text, generations, loadchunk, madd, names, now_ms, ok, sleep_into_next_slot,
+    sleep_until, Conn, Frame, Options, Server,
 };
 
 /// A 2-second window: slots of 500 ms.
 const SLOT: u64 = 500;
-
-fn ok(conn: &mut Conn, command: &[&str]) {
-    assert_eq!(conn.call(command), Frame::ok(), "{command:?}");
-}
-
-fn madd(conn: &mut Conn, key: &str, items: &[String]) -> Frame {
-    let mut command = vec!["BF.MADD", key];
-    command.extend(items.iter().map(String::as_str));
-    conn.call(&command)
-}
-
-fn names(prefix: &str, count: usize) -> Vec<String> {
-    (0..count).map(|i| format!("{prefix}:{i}")).collect()
-}
 
 /// `BF.SCANDUMP key iterator`: (next iterator, bytes), or the error.
 fn scan(conn: &mut Conn, key: &str, iterator: i64) -> Result<(i64, Vec<u8>), Frame> {
@@ -321,11 +307,11 @@ fn a_dump_fails_at_scandump_when_the_filters_oldest_items_expire_under_it() {
         &["BF.RESERVE", "w", "0.01", "1000", "WINDOW", "2"],
     );
     sleep_into_next_slot(SLOT, 20);
-    assert!(!madd(&mut conn, "w", &names("old", 50)).is_error());
+    assert!(!madd(&mut conn, "w", &names("old", 0, 50)).is_error());
     let old_done = now_ms();
     sleep_into_next_slot(SLOT, 20);
     sleep_into_next_slot(SLOT, 20);
-    assert!(!madd(&mut conn, "w", &names("new", 50)).is_error());
+    assert!(!madd(&mut conn, "w", &names("new", 0, 50)).is_error());
     // The header and the old items' chunk.
     let (first, header) = scan(&mut conn, "w", 0).unwrap();
     let (second, old_chunk) = scan(&mut conn, "w", first).unwrap();
@@ -355,7 +341,7 @@ fn a_dump_fails_at_scandump_when_the_filters_oldest_items_expire_under_it() {
         assert_eq!(loadchunk(&mut conn, "again", iterator, &data), Frame::ok());
     }
     let mut probe = vec!["BF.MEXISTS".to_string(), "again".to_string()];
-    probe.extend(names("new", 50));
+    probe.extend(names("new", 0, 50));
     probe.push("trigger".into());
     let answers = conn.call(&probe).items();
     assert!(answers.iter().all(|answer| *answer == Frame::Int(1)));
@@ -401,7 +387,7 @@ fn windowed_scandump_iterators_are_exact_in_a_double_and_must_carry_the_filters_
         &mut conn,
         &["BF.RESERVE", "w", "0.01", "1000", "WINDOW", "60"],
     );
-    assert!(!madd(&mut conn, "w", &names("item", 10)).is_error());
+    assert!(!madd(&mut conn, "w", &names("item", 0, 10)).is_error());
     let chunks = common::scandump(&mut conn, "w");
     // Tagged, yet below 2^53: node-redis and Lua read integers as doubles and pass them back.
     for (iterator, _) in &chunks {
@@ -466,11 +452,11 @@ fn a_dump_taken_while_items_arrive_loads_the_filter_its_header_described() {
         &mut conn,
         &["BF.RESERVE", "w", "0.01", "80", "WINDOW", "60"],
     );
-    assert!(!madd(&mut conn, "w", &names("early", 25)).is_error());
+    assert!(!madd(&mut conn, "w", &names("early", 0, 25)).is_error());
     let size = bf_size(&mut conn, "w");
     let described = generations(&mut conn, "w");
     let refused = copy_while_changing(&mut conn, "w", "copy", |conn| {
-        assert!(!madd(conn, "w", &names("late", 25)).is_error());
+        assert!(!madd(conn, "w", &names("late", 0, 25)).is_error());
     });
     // The copy is whole (in use) and is the filter as the header described it; the chunks of the
     // parts added after the header are refused, loudly.
@@ -480,7 +466,7 @@ fn a_dump_taken_while_items_arrive_loads_the_filter_its_header_described() {
     assert_eq!(bf_size(&mut conn, "copy"), size);
     assert_eq!(generations(&mut conn, "copy"), described);
     let mut probe = vec!["BF.MEXISTS".to_string(), "copy".to_string()];
-    probe.extend(names("early", 25));
+    probe.extend(names("early", 0, 25));
     assert!(conn
         .call(&probe)
         .items()
@@ -495,7 +481,7 @@ fn a_dump_taken_while_items_arrive_loads_the_filter_its_header_described() {
     common::fill(&mut conn, "c", 100);
     let info = conn.call(&["BF.INFO", "c"]);
     let refused = copy_while_changing(&mut conn, "c", "chain", |conn| {
-        assert!(!madd(conn, "c", &names("late", 150)).is_error());
+        assert!(!madd(conn, "c", &names("late", 0, 150)).is_error());
         assert_eq!(
             conn.call(&["BF.INFO", "c", "FILTERS"]).items()[0],
             Frame::Int(2)

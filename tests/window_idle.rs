@@ -7,24 +7,11 @@
 mod common;
 
 use common::{
-    bf_size, digest, error_text, generations, info_bf, now_ms, sleep_until, Conn, Frame, Server,
+    bf_size, digest, error_text, generations, info_bf, madd, names, now_ms, ok, sleep_until, Conn,
+    Frame, Server,
 };
 use std::thread::sleep;
 use std::time::Duration;
-
-fn ok(conn: &mut Conn, command: &[&str]) {
-    assert_eq!(conn.call(command), Frame::ok(), "{command:?}");
-}
-
-fn madd(conn: &mut Conn, key: &str, items: &[String]) -> Frame {
-    let mut command = vec!["BF.MADD", key];
-    command.extend(items.iter().map(String::as_str));
-    conn.call(&command)
-}
-
-fn names(prefix: &str, count: usize) -> Vec<String> {
-    (0..count).map(|i| format!("{prefix}:{i}")).collect()
-}
 
 /// Waits (at most until `deadline`) for `key`'s Size to come back to `size`: its expired parts
 /// swept.
@@ -90,7 +77,7 @@ fn writes_refused_for_a_window_under_maxmemory_do_not_make_a_forever_filter() {
         &["BF.RESERVE", "w", "0.01", "20000", "WINDOW", "1"],
     );
     let empty = bf_size(&mut conn, "w");
-    assert!(!madd(&mut conn, "w", &names("a", 5000)).is_error());
+    assert!(!madd(&mut conn, "w", &names("a", 0, 5000)).is_error());
     let added = now_ms();
     // Every write refused (noeviction, a maxmemory below what is used) for one and a half
     // windows.
@@ -126,7 +113,7 @@ fn the_sweep_returns_an_idle_filters_memory_on_the_primary_and_its_replica() {
         &["BF.RESERVE", "w", "0.01", "10000", "WINDOW", "1"],
     );
     let empty = bf_size(&mut conn, "w");
-    assert!(!madd(&mut conn, "w", &names("a", 5000)).is_error());
+    assert!(!madd(&mut conn, "w", &names("a", 0, 5000)).is_error());
     let added = now_ms();
     replica.catch_up(&primary);
     assert!(bf_size(&mut mirror, "w") > empty);
@@ -166,7 +153,7 @@ fn the_sweep_follows_filters_however_they_reach_their_key() {
     }
     let empty = bf_size(&mut conn, "a");
     for key in ["a", "b", "c", "d", "e", "f"] {
-        assert!(!madd(&mut conn, key, &names("x", 2000)).is_error());
+        assert!(!madd(&mut conn, key, &names("x", 0, 2000)).is_error());
     }
     let added = now_ms();
     // Reloaded first (every key comes back through RDB loading), then moved about: the names the
@@ -225,7 +212,7 @@ fn a_replica_waits_for_its_primarys_sweep_without_spinning() {
         &mut conn,
         &["BF.RESERVE", "w", "0.01", "1000", "WINDOW", "1"],
     );
-    assert!(!madd(&mut conn, "w", &names("a", 100)).is_error());
+    assert!(!madd(&mut conn, "w", &names("a", 0, 100)).is_error());
     let added = now_ms();
     replica.catch_up(&primary);
     // The replica knows the key and when it is due; past that, it leaves the sweep to its

@@ -7,13 +7,9 @@
 mod common;
 
 use common::payload::{Envelope, Field};
-use common::{digest, info_bf, now_ms, sleep_until, Conn, Frame, Server};
+use common::{digest, info_bf, now_ms, ok, sleep_until, Conn, Frame, Server};
 use std::thread::sleep;
 use std::time::Duration;
-
-fn ok(conn: &mut Conn, command: &[&str]) {
-    assert_eq!(conn.call(command), Frame::ok(), "{command:?}");
-}
 
 /// Waits up to `millis` for `INFO bf` field `field` to read `value`.
 fn wait_for_info(server: &Server, field: &str, value: u64, millis: u64) {

@@ -86,12 +86,36 @@ unsafe extern "C" fn set_error_rate(
     }
 }
 
+/// The privdata a numeric or enum config is registered with: where its value lives.
+fn privdata(value: &'static AtomicU64) -> *mut c_void {
+    std::ptr::from_ref(value).cast_mut().cast::<c_void>()
+}
+
+/// The value a numeric or enum config's callbacks read and write.
+///
 /// # Safety
-/// `privdata` is what [`register`] gave: a `&'static AtomicU64`.
+/// `privdata` is what [`privdata`] made for the config the server calls back for.
+unsafe fn slot(privdata: *mut c_void) -> &'static AtomicU64 {
+    // SAFETY: by the caller's contract, a pointer to a static.
+    unsafe { &*privdata.cast::<AtomicU64>() }
+}
+
+/// Maps the server's answer to a registration to an error naming the config.
+fn registered(answer: c_int, name: &CStr) -> Result<(), String> {
+    if answer != raw::REDISMODULE_OK as c_int {
+        return Err(format!(
+            "could not register config bf.{}",
+            name.to_string_lossy()
+        ));
+    }
+    Ok(())
+}
+
+/// # Safety
+/// `privdata` is the one [`register_numeric`] gave.
 unsafe extern "C" fn get_numeric(_name: *const c_char, privdata: *mut c_void) -> c_longlong {
-    // SAFETY: the static registered with this config.
-    let value = unsafe { &*privdata.cast::<AtomicU64>() };
-    value.load(Ordering::Relaxed) as c_longlong
+    // SAFETY: the privdata registered with this config.
+    unsafe { slot(privdata) }.load(Ordering::Relaxed) as c_longlong
 }
 
 /// # Safety
@@ -102,10 +126,9 @@ unsafe extern "C" fn set_numeric(
     privdata: *mut c_void,
     _err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    // SAFETY: the static registered with this config.
-    let slot = unsafe { &*privdata.cast::<AtomicU64>() };
     // The server checked the range registered below before calling.
-    slot.store(value as u64, Ordering::Relaxed);
+    // SAFETY: the privdata registered with this config.
+    unsafe { slot(privdata) }.store(value as u64, Ordering::Relaxed);
     raw::REDISMODULE_OK as c_int
 }
 
@@ -118,7 +141,7 @@ fn register_numeric(ctx: *mut raw::RedisModuleCtx, config: &Numeric) -> Result<(
     };
     // SAFETY: a load-time context; the name is NUL-terminated; the callbacks match the server's
     // signatures; privdata points to a static that lives as long as the module.
-    let registered = unsafe {
+    let answer = unsafe {
         raw::RedisModule_RegisterNumericConfig.unwrap()(
             ctx,
             config.name.as_ptr(),
@@ -129,24 +152,17 @@ fn register_numeric(ctx: *mut raw::RedisModuleCtx, config: &Numeric) -> Result<(
             Some(get_numeric),
             Some(set_numeric),
             None,
-            std::ptr::from_ref(config.value).cast_mut().cast::<c_void>(),
+            privdata(config.value),
         )
     };
-    if registered != raw::REDISMODULE_OK as c_int {
-        return Err(format!(
-            "could not register config bf.{}",
-            config.name.to_string_lossy()
-        ));
-    }
-    Ok(())
+    registered(answer, config.name)
 }
 
 /// # Safety
-/// `privdata` is what [`register_enum`] gave: a `&'static AtomicU64`.
+/// `privdata` is the one [`register_enum`] gave.
 unsafe extern "C" fn get_enum(_name: *const c_char, privdata: *mut c_void) -> c_int {
-    // SAFETY: the static registered with this config.
-    let value = unsafe { &*privdata.cast::<AtomicU64>() };
-    value.load(Ordering::Relaxed) as c_int
+    // SAFETY: the privdata registered with this config.
+    unsafe { slot(privdata) }.load(Ordering::Relaxed) as c_int
 }
 
 /// # Safety
@@ -157,10 +173,9 @@ unsafe extern "C" fn set_enum(
     privdata: *mut c_void,
     _err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    // SAFETY: the static registered with this config.
-    let slot = unsafe { &*privdata.cast::<AtomicU64>() };
     // The server only passes one of the values registered below.
-    slot.store(value as u64, Ordering::Relaxed);
+    // SAFETY: the privdata registered with this config.
+    unsafe { slot(privdata) }.store(value as u64, Ordering::Relaxed);
     raw::REDISMODULE_OK as c_int
 }
 
@@ -171,7 +186,7 @@ fn register_enum(ctx: *mut raw::RedisModuleCtx, config: &EnumConfig) -> Result<(
     // SAFETY: a load-time context; the name and the value names are NUL-terminated statics;
     // the server copies the arrays; the callbacks match its signatures; privdata points to a
     // static that lives as long as the module.
-    let registered = unsafe {
+    let answer = unsafe {
         raw::RedisModule_RegisterEnumConfig.unwrap()(
             ctx,
             config.name.as_ptr(),
@@ -183,16 +198,10 @@ fn register_enum(ctx: *mut raw::RedisModuleCtx, config: &EnumConfig) -> Result<(
             Some(get_enum),
             Some(set_enum),
             None,
-            std::ptr::from_ref(config.value).cast_mut().cast::<c_void>(),
+            privdata(config.value),
         )
     };
-    if registered != raw::REDISMODULE_OK as c_int {
-        return Err(format!(
-            "could not register config bf.{}",
-            config.name.to_string_lossy()
-        ));
-    }
-    Ok(())
+    registered(answer, config.name)
 }
 
 /// Registers the configs with their current values as defaults, then lets the server apply what
@@ -202,7 +211,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
         std::ffi::CString::new(config::error_rate_text()).map_err(|_| "bad default error rate")?;
     // SAFETY: a load-time context; name and default are NUL-terminated; the callbacks match the
     // server's signatures.
-    let registered = unsafe {
+    let answer = unsafe {
         raw::RedisModule_RegisterStringConfig.unwrap()(
             ctx,
             config::ERROR_RATE_NAME.as_ptr(),
@@ -214,9 +223,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
             std::ptr::null_mut(),
         )
     };
-    if registered != raw::REDISMODULE_OK as c_int {
-        return Err("could not register config bf.error-rate".into());
-    }
+    registered(answer, config::ERROR_RATE_NAME)?;
     for numeric in config::numeric() {
         register_numeric(ctx, &numeric)?;
     }

@@ -238,6 +238,15 @@ pub struct Options {
 }
 
 impl Options {
+    /// An AOF of commands only (no RDB preamble), synced on every write: what a rewrite writes
+    /// is then the module's own `BF.LOADCHUNK` sequence, replayed at the next start.
+    pub fn aof_without_preamble() -> Options {
+        Options::default()
+            .config("appendonly", "yes")
+            .config("appendfsync", "always")
+            .config("aof-use-rdb-preamble", "no")
+    }
+
     /// Adds a `--name value` setting.
     pub fn config(mut self, name: &str, value: &str) -> Options {
         self.config.push((name.to_string(), value.to_string()));
@@ -564,6 +573,15 @@ impl Server {
     }
 
     /// Waits for a background AOF rewrite (BGREWRITEAOF, or one scheduled) to finish.
+    /// The server's AOF files (`appendonlydir`), concatenated, as text.
+    pub fn aof_text(&self) -> String {
+        let bytes: Vec<u8> = std::fs::read_dir(self.dir.join("appendonlydir"))
+            .unwrap()
+            .flat_map(|entry| std::fs::read(entry.unwrap().path()).unwrap())
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
     pub fn wait_for_aof_rewrite(&self) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while self.info_field("persistence", "aof_rewrite_in_progress") != "0"
@@ -705,6 +723,30 @@ pub fn fill(conn: &mut Conn, key: &str, count: i64) {
         conn.call(&["BF.ADD", key, &format!("item:{index}")]);
         index += 1;
     }
+}
+
+/// Asserts that a command answers OK.
+pub fn ok(conn: &mut Conn, command: &[&str]) {
+    assert_eq!(conn.call(command), Frame::ok(), "{command:?}");
+}
+
+/// BF.EXISTS of one item: 1 or 0.
+pub fn exists(conn: &mut Conn, key: &str, item: &str) -> i64 {
+    conn.call(&["BF.EXISTS", key, item]).int()
+}
+
+/// Sends BF.MADD of `items` to `key`; the replies.
+pub fn madd(conn: &mut Conn, key: &str, items: &[String]) -> Frame {
+    let mut command = vec!["BF.MADD", key];
+    command.extend(items.iter().map(String::as_str));
+    conn.call(&command)
+}
+
+/// `count` item names from `first` on, with a prefix: `prefix:first`, `prefix:first+1`...
+pub fn names(prefix: &str, first: usize, count: usize) -> Vec<String> {
+    (first..first + count)
+        .map(|i| format!("{prefix}:{i}"))
+        .collect()
 }
 
 /// Arguments as byte vectors, for commands mixing text and binary.
