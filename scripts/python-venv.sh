@@ -22,6 +22,7 @@ fi
 build=target/py-build/$(basename "$venv")
 rm -rf "$build"
 mkdir -p "$build"
-cp -r python/pyproject.toml python/README.md python/src "$build/"
+# -L: python/LICENSE is a symbolic link to the repository's LICENSE; the copy takes its text.
+cp -rL python/pyproject.toml python/README.md python/LICENSE python/src "$build/"
 "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps --no-build-isolation \
   --force-reinstall "./$build"

@@ -11,10 +11,13 @@ redis-server with the module. Printed as one table:
   GETBIT/SETBIT, BF.*) over the requests the spider sent to the scheduler;
 - wall: Scrapy's elapsed_time_seconds (the crawl, not the process start-up).
 
-Then the defaults table (sizing.py): the filter the defaults grow into at 5,000, 10M and 100M
+First the sharded filter's row (sharded.py): items a second through a 12-shard filter on a
+three-primary cluster against one key on one server, and memory per item. Then the crawls. Then
+the defaults table (sizing.py): the filter the defaults grow into at 5,000, 10M and 100M
 distinct URLs, filled for real, and the pages each would lose.
 
     scripts/python-bench.sh [--pages 5000] [--runs 1] [--sizes 5000,10000000,100000000]
+        [--sharded 1000000]
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ sys.path.insert(0, str(HERE))
 from redis_bf import DEFAULT_CAPACITY, DEFAULT_ERROR_RATE  # noqa: E402
 
 import crawl as crawl_harness  # noqa: E402
+import sharded  # noqa: E402
 import sizing  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 from website import Site  # noqa: E402
@@ -133,7 +137,16 @@ def main() -> None:
     parser.add_argument(
         "--sizes", default="5000,10000000,100000000", help="sizing table rows ('' to skip)"
     )
+    parser.add_argument(
+        "--sharded",
+        type=int,
+        default=1_000_000,
+        help="items through the sharded filter on a cluster against one key (0 to skip)",
+    )
     args = parser.parse_args()
+    if args.sharded:
+        print(sharded.table(args.sharded), flush=True)
+        print()
     os.environ["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(HERE), os.environ.get("PYTHONPATH")])
     )

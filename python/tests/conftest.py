@@ -1,4 +1,5 @@
-"""Fixtures: a redis-server with the module per test, a generated site per crawl test.
+"""Fixtures: a redis-server with the module per test, a generated site per crawl test, a Redis
+Cluster (three masters, three replicas, the module on each) for the tests that ask for one.
 
 Run through ``scripts/python-tests.sh`` (``make test``), which builds the venv and installs the
 package; the module comes from ``$REDIS_BF_MODULE`` (default ``target/release/libredis_bf.so``).
@@ -18,6 +19,7 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
 
 import crawl as crawl_harness  # noqa: E402
+from redis_cluster import RedisCluster  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 from website import Site  # noqa: E402
 
@@ -29,6 +31,17 @@ PAGES = 240
 def server(request: pytest.FixtureRequest) -> Iterator[RedisServer]:
     name = re.sub(r"[^A-Za-z0-9_-]+", "-", request.node.name)[:60]
     instance = RedisServer(name).start()
+    try:
+        yield instance
+    finally:
+        instance.stop()
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest) -> Iterator[RedisCluster]:
+    """Six nodes, their layout as redis-cli chose it; stopped (every node killed) in teardown."""
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", request.node.name)[:60]
+    instance = RedisCluster(name).start()
     try:
         yield instance
     finally:

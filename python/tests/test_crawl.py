@@ -98,7 +98,7 @@ def test_a_full_filter_makes_errors_not_skipped_pages(site, server) -> None:  # 
     crawl = run_crawl(site, server, SCHEDULER_PERSIST=True)
     checks = 1 + crawl["harness/requests"]
     assert crawl["harness/pages"] == crawl["scheduler/enqueued/redis"] == 50
-    assert "redis_bf.bloom.BloomFilterError: non scaling filter is full" in crawl.log
+    assert "redis_bf.BloomFilterError: non scaling filter is full" in crawl.log
     # Every check is accounted for: new (enqueued), seen (filtered), or an error.
     errors = crawl["log_count/ERROR"]
     assert errors > 0
@@ -110,7 +110,7 @@ def test_a_crawl_on_a_scrapy_redis_set_does_not_start(site, server) -> None:  # 
     crawl = run_crawl(site, server, SCHEDULER_PERSIST=True)
     assert sum(site.fetched().values()) == 0
     assert (
-        "redis_bf.bloom.KeyTypeError: 'site:dupefilter' holds a set, not a Bloom filter: it is a "
+        "redis_bf.KeyTypeError: 'site:dupefilter' holds a set, not a Bloom filter: it is a "
         "scrapy-redis fingerprint set: convert it with `python -m redis_bf.migrate --url "
         f"{server.url}/0 site:dupefilter`, or delete it to start the crawl afresh" in crawl.log
     )

@@ -1,6 +1,7 @@
 """Python helpers for redis-bf, the Redis module with RedisBloom's ``BF.*`` commands.
 
-- ``redis_bf.BloomFilter``: a filter at a key, one command per item or per batch.
+- ``redis_bf.BloomFilter``: a filter at a key (or spread over ``shards`` keys of a cluster), one
+  command per item or per batch; ``redis_bf.asyncio.BloomFilter``: the same for asyncio.
 - ``redis_bf.scrapy.RFPDupeFilter``: a scrapy-redis dupefilter over it (needs Scrapy and
   scrapy-redis, not imported here).
 - ``python -m redis_bf.migrate``: converts a scrapy-redis fingerprint set into a filter.
@@ -9,9 +10,11 @@
 from .bloom import (
     BloomFilter,
     BloomFilterError,
+    FilterMismatchError,
     FilterOptions,
     KeyTypeError,
     ModuleMissingError,
+    NotReplicatedError,
 )
 from .defaults import DEFAULT_CAPACITY, DEFAULT_ERROR_RATE
 
@@ -22,7 +25,9 @@ __all__ = [
     "DEFAULT_ERROR_RATE",
     "BloomFilter",
     "BloomFilterError",
+    "FilterMismatchError",
     "FilterOptions",
     "KeyTypeError",
     "ModuleMissingError",
+    "NotReplicatedError",
 ]

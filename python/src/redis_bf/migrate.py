@@ -30,6 +30,8 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from importlib import metadata
+from pathlib import Path
 from typing import Any, TextIO
 
 import redis
@@ -357,9 +359,32 @@ def positive(text: str) -> int:
     return value
 
 
+COMMAND = "redis-bf-migrate"
+
+
+def package_version() -> str:
+    """The installed distribution's version; the package's own when it is not installed (run
+    from a source tree)."""
+    try:
+        return metadata.version("redis-bf")
+    except metadata.PackageNotFoundError:
+        from . import __version__
+
+        return __version__
+
+
+def program_name() -> str:
+    """The command as it was run, for the usage line: ``redis-bf-migrate`` (the console script
+    the package installs) or ``python -m redis_bf.migrate``."""
+    run_as = Path(sys.argv[0]).stem if sys.argv and sys.argv[0] else ""
+    return COMMAND if run_as == COMMAND else "python -m redis_bf.migrate"
+
+
 def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
+    """The command line (``redis-bf-migrate``, ``python -m redis_bf.migrate``): returns the exit
+    status, 0 or 1; ``--help``, ``--version`` and bad arguments raise ``SystemExit`` (0, 0, 2)."""
     parser = argparse.ArgumentParser(
-        prog="python -m redis_bf.migrate",
+        prog=program_name(),
         description=(
             "Convert a scrapy-redis fingerprint set (<spider>:dupefilter) into a redis-bf Bloom "
             "filter under the same key, atomically, so the crawl resumes with "
@@ -422,6 +447,7 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         help="instead: add the fingerprints of these URLs (one a line, - for stdin) to the "
         "filter at key",
     )
+    parser.add_argument("--version", action="version", version=f"{COMMAND} {package_version()}")
     args = parser.parse_args(argv)
     out = out or sys.stdout
 

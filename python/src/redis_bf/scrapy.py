@@ -19,22 +19,26 @@ Settings:
 - ``BLOOMFILTER_ERROR_RATE`` (default 1e-6): the false-positive rate, that is the share of new
   requests wrongly taken for seen (pages never fetched), at most, at any fill.
 - ``BLOOMFILTER_WINDOW`` (whole seconds or a ``timedelta``; unset or 0: none): recrawl after a
-  window. A request is taken for
-  seen for at least this long after it was first scheduled and forgotten by 1.25 times it, so a
-  long-running or repeated crawl (``SCHEDULER_PERSIST = True``) fetches each page again once its
-  window has passed, never twice within it; ``BLOOMFILTER_CAPACITY`` then counts the requests of
-  one window. Memory is about twice that of a filter without a window.
+  window. A request is taken for seen for at least this long after it was first scheduled and
+  forgotten by 1.25 times it, so a long-running or repeated crawl (``SCHEDULER_PERSIST = True``)
+  fetches each page again once its window has passed, never twice within it;
+  ``BLOOMFILTER_CAPACITY`` then counts the requests of one window. Memory is about twice that of a
+  filter without a window.
+- ``BLOOMFILTER_CLUSTER_URL`` (a ``redis://host:port`` of any node): keep the filter on that
+  Redis Cluster, while scrapy-redis's queue stays on ``REDIS_URL``.
+- ``BLOOMFILTER_SHARDS`` (unset: one key): spread the filter over this many keys, which a cluster
+  places on all its primaries (``redis_bf.BloomFilter``'s ``shards``). Every process of a crawl
+  must give the same count: another one is refused (``FilterMismatchError``).
 
-All three apply only when the filter is created: an existing filter is used as it is (a warning
-says so when its window differs from the setting), so a paused crawl resumes with what it had
-seen.
+Capacity, error rate and window apply only when the filter is created: an existing filter is used
+as it is (a warning says so when its window differs from the setting), so a paused crawl resumes
+with what it had seen; a sharded filter's error rate and window must match (see above).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.request import referer_str
@@ -42,6 +46,7 @@ from scrapy_redis import defaults as scrapy_redis_defaults
 from scrapy_redis.connection import get_redis_from_settings
 from scrapy_redis.dupefilter import RFPDupeFilter as SetDupeFilter
 
+from ._core import window_seconds
 from .bloom import BloomFilter, KeyTypeError, server_url
 from .defaults import DEFAULT_CAPACITY, DEFAULT_ERROR_RATE
 
@@ -75,9 +80,14 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
         capacity: int = DEFAULT_CAPACITY,
         error_rate: float = DEFAULT_ERROR_RATE,
         window: int | None = None,
+        shards: int | None = None,
+        filter_server: Any = None,
     ) -> None:
         super().__init__(server, key, debug)
-        self.filter = BloomFilter(server, key, capacity, error_rate, window=window)
+        self.filter_server = server if filter_server is None else filter_server
+        self.filter = BloomFilter(
+            self.filter_server, key, capacity, error_rate, window=window, shards=shards
+        )
 
     @staticmethod
     def filter_settings(settings: BaseSettings) -> dict[str, Any]:
@@ -92,7 +102,9 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
         return {
             "capacity": settings.getint("BLOOMFILTER_CAPACITY", DEFAULT_CAPACITY),
             "error_rate": settings.getfloat("BLOOMFILTER_ERROR_RATE", DEFAULT_ERROR_RATE),
-            "window": window_seconds(settings.get("BLOOMFILTER_WINDOW")),
+            "window": window_seconds(settings.get("BLOOMFILTER_WINDOW"), "BLOOMFILTER_WINDOW"),
+            "shards": settings.getint("BLOOMFILTER_SHARDS") or None,
+            "filter_server": filter_server(settings),
         }
 
     @classmethod
@@ -132,7 +144,7 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
         try:
             created = self.filter.create()
         except KeyTypeError as error:
-            raise _explain(error, server_url(self.server)) from None
+            raise _explain(error, server_url(self.filter_server)) from None
         info = self.filter.info()
         window = f", window {options.window} s" if options.window else ""
         if created:
@@ -165,6 +177,10 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
                 info.get("Size"),
             )
 
+    def clear(self) -> None:
+        """Deletes the filter (where it is: the dupefilter's cluster, or scrapy-redis's server)."""
+        self.filter.delete()
+
     def request_seen(self, request: Request) -> bool:
         """True if the request was (probably) seen before; records it otherwise."""
         return not self.filter.add(self.request_fingerprint(request))
@@ -188,24 +204,15 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
             crawler.stats.inc_value("dupefilter/filtered")
 
 
-def window_seconds(value: Any) -> int | None:
-    """``BLOOMFILTER_WINDOW`` as whole seconds, or None for no window (unset, empty, or 0).
-
-    Takes an int, a float or str holding whole seconds, or a ``datetime.timedelta``.
-    """
-    if value is None or (isinstance(value, str) and not value.strip()):
+def filter_server(settings: BaseSettings) -> Any:
+    """The Redis Cluster named by ``BLOOMFILTER_CLUSTER_URL`` (a client for it), or None: the
+    filter then lives on scrapy-redis's own server."""
+    url = settings.get("BLOOMFILTER_CLUSTER_URL")
+    if not url:
         return None
-    if isinstance(value, timedelta):
-        value = value.total_seconds()
-    if isinstance(value, bool):
-        raise ValueError(f"BLOOMFILTER_WINDOW must be a number of seconds, not {value!r}")
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"BLOOMFILTER_WINDOW must be a number of seconds, not {value!r}") from None
-    if not seconds.is_integer():
-        raise ValueError(f"BLOOMFILTER_WINDOW must be whole seconds, not {value!r}")
-    return int(seconds) or None
+    from redis.cluster import RedisCluster
+
+    return RedisCluster.from_url(url)
 
 
 def _explain(error: KeyTypeError, url: str) -> KeyTypeError:

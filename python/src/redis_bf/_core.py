@@ -1,0 +1,673 @@
+"""What ``redis_bf.BloomFilter`` and ``redis_bf.asyncio.BloomFilter`` share: the commands they send
+and how the replies become answers, without any I/O (each class only sends what this builds and
+hands back what came).
+
+A filter lives at one key, or, with ``shards=N``, at N keys (see ``Shards``): the items of a batch
+are then grouped by shard, each shard's items go ``batch_size`` to a command, and one pipeline
+carries them all (on a cluster client, redis-py sends it as one pipeline per node, all nodes at
+once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import lru_cache
+from itertools import islice
+from typing import Any, TypeVar
+
+from redis.crc import key_slot
+from redis.exceptions import ResponseError
+
+# What redis-py can send as an item (it encodes str as UTF-8, numbers by repr).
+Item = bytes | str | int | float
+
+FILTER_TYPE = "MBbloom--"  # what TYPE answers for a redis-bf (or RedisBloom) filter
+MAX_WINDOW = 315_576_000  # the longest window the module takes: ten years, in seconds
+SLOTS = 16384  # Redis Cluster's hash slots
+MAX_SHARDS = 1024
+# A shard's capacity is its share plus this many standard deviations of the items it gets (see
+# ``shard_capacity``).
+SHARD_SLACK_SIGMAS = 4.0
+MANIFEST_FORMAT = "redis-bf sharded filter"
+
+
+class BloomFilterError(ResponseError):
+    """An error element inside a batch reply, or a reply that is not a filter's answer.
+
+    ``results`` holds the answers for the items before the failing one (they were applied), and
+    ``index`` is the failing item's position among the items of the call. Items after it in the
+    same round trip may have been applied too.
+    """
+
+    def __init__(self, message: str, results: Sequence[bool] = (), index: int = 0):
+        super().__init__(message)
+        self.results = list(results)
+        self.index = index
+
+
+class NotReplicatedError(BloomFilterError):
+    """Writes were applied on a primary but fewer replicas than ``wait_for_replicas`` confirmed
+    them within the timeout (``WAIT``): they may be lost if that primary fails now. ``results``
+    holds every answer of the call (all were applied)."""
+
+
+class FilterMismatchError(BloomFilterError):
+    """A sharded filter exists at the key with other parameters (shard count, error rate or
+    window) than this ``BloomFilter`` was given: using it would make a second, different filter."""
+
+
+class ModuleMissingError(ResponseError):
+    """The server answered ``unknown command 'BF....'``: it has no Bloom filter module loaded.
+
+    Typically a packaged redis-server on the default port, next to the one ``make run`` started
+    on another port. The message names the server the client talks to and how to get one with the
+    module.
+    """
+
+    def __init__(self, client: Any, reply: str):
+        self.address = server_address(client)
+        super().__init__(
+            f"the Redis server at {self.address} has no Bloom filter module loaded (it answered: "
+            f"{reply.strip()}): connect to the server that has it (`make run` prints its port), "
+            "or start one with `redis-server --loadmodule /path/to/libredis_bf.so`"
+        )
+
+
+class KeyTypeError(ResponseError):
+    """The key holds a value that is not a Bloom filter (``key_type`` is what TYPE answered)."""
+
+    def __init__(self, key: str, key_type: str, hint: str = ""):
+        message = f"{key!r} holds a {key_type}, not a Bloom filter"
+        super().__init__(f"{message}: {hint}" if hint else message)
+        self.key = key
+        self.key_type = key_type
+
+
+# Raised to users, who import them from ``redis_bf``: tracebacks name them so.
+for _error in (
+    BloomFilterError,
+    NotReplicatedError,
+    FilterMismatchError,
+    ModuleMissingError,
+    KeyTypeError,
+):
+    _error.__module__ = "redis_bf"
+
+
+def connection_kwargs(client: Any) -> dict[str, Any]:
+    """Where a redis-py client connects: its pool's host, port, path and db; a cluster client's
+    default node; empty if it does not say."""
+    pool = getattr(client, "connection_pool", None)
+    if pool is not None:
+        return dict(getattr(pool, "connection_kwargs", {}) or {})
+    default_node = getattr(client, "get_default_node", None)
+    node = default_node() if callable(default_node) else None
+    if node is not None:
+        return {"host": node.host, "port": node.port}
+    return {}
+
+
+def server_address(client: Any) -> str:
+    """host:port (or the socket path) a redis-py client talks to, as far as it says."""
+    kwargs = connection_kwargs(client)
+    if kwargs.get("path"):
+        return str(kwargs["path"])
+    if "host" not in kwargs:
+        return "the address this client uses"
+    return f"{kwargs['host']}:{kwargs.get('port', 6379)}"
+
+
+def server_url(client: Any) -> str:
+    """A URL for the server and database a redis-py client talks to (no password), for a hint
+    such as ``python -m redis_bf.migrate --url <this> <key>``."""
+    kwargs = connection_kwargs(client)
+    db = kwargs.get("db", 0) or 0
+    if kwargs.get("path"):
+        return f"unix://{kwargs['path']}?db={db}"
+    return f"redis://{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{db}"
+
+
+def is_module_missing(error: BaseException) -> bool:
+    """True for the server's answer to a ``BF.*`` command it does not know."""
+    message = str(error)
+    return "unknown command" in message and "'bf." in message.lower()
+
+
+def explained(client: Any, error: ResponseError) -> ResponseError:
+    """``error``, or a ``ModuleMissingError`` if it says the server has no ``BF.*`` commands."""
+    return ModuleMissingError(client, str(error)) if is_module_missing(error) else error
+
+
+def window_seconds(value: Any, name: str = "window") -> int | None:
+    """A window as whole seconds, or None for none (None, an empty string, or 0).
+
+    Takes an int, a float or str holding whole seconds, or a ``datetime.timedelta``.
+    """
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a number of seconds, not {value!r}")
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number of seconds, not {value!r}") from None
+    if not seconds.is_integer():
+        raise ValueError(f"{name} must be whole seconds, not {value!r}")
+    return int(seconds) or None
+
+
+@dataclass(frozen=True)
+class FilterOptions:
+    """How a missing filter is created.
+
+    The one place that spells out the creation arguments, for ``BF.RESERVE`` and for ``BF.INSERT``:
+    a new creation option is one more field here and one more pair in both lists.
+
+    ``window`` (whole seconds or a ``timedelta``, optional) makes a windowed filter: an item is
+    remembered for at least ``window`` seconds and forgotten by 1.25 x ``window``, and
+    ``capacity`` counts the items of one window. It is kept as seconds.
+    """
+
+    capacity: int
+    error_rate: float
+    window: int | None = None
+
+    def __init__(self, capacity: int, error_rate: float, window: int | timedelta | None = None):
+        if isinstance(capacity, bool) or not isinstance(capacity, int):
+            raise TypeError(f"capacity must be an int, not {type(capacity).__name__}")
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, not {capacity}")
+        if not 0.0 < float(error_rate) < 1.0:
+            raise ValueError(f"error_rate must be strictly between 0 and 1, not {error_rate}")
+        if window is not None and not isinstance(window, timedelta):
+            if isinstance(window, bool) or not isinstance(window, int):
+                raise TypeError(
+                    f"window must be an int (seconds) or a timedelta, not {type(window).__name__}"
+                )
+        seconds = None if window is None else window_seconds(window)
+        if window is not None and (seconds is None or not 1 <= seconds <= MAX_WINDOW):
+            raise ValueError(
+                f"window must be from 1 to {MAX_WINDOW} seconds (ten years), not {window!r}"
+            )
+        object.__setattr__(self, "capacity", capacity)
+        object.__setattr__(self, "error_rate", error_rate)
+        object.__setattr__(self, "window", seconds)
+
+    def window_args(self) -> list[Any]:
+        return [] if self.window is None else ["WINDOW", self.window]
+
+    def reserve_args(self) -> list[Any]:
+        """``BF.RESERVE key <these>``."""
+        return [float(self.error_rate), self.capacity, *self.window_args()]
+
+    def insert_args(self) -> list[Any]:
+        """``BF.INSERT key <these> ITEMS ...``: applied only when the call creates the filter."""
+        return ["CAPACITY", self.capacity, "ERROR", float(self.error_rate), *self.window_args()]
+
+
+def as_bool(reply: Any) -> bool:
+    """One answer: RESP3 ``True``/``False`` or RESP2 ``1``/``0``. Anything else raises."""
+    if isinstance(reply, bool):
+        return reply
+    if isinstance(reply, int) and reply in (0, 1):
+        return reply == 1
+    if isinstance(reply, ResponseError):
+        raise BloomFilterError(str(reply))
+    raise BloomFilterError(f"unexpected reply {reply!r}: not a Bloom filter answer")
+
+
+def as_bools(reply: Any, offset: int = 0) -> list[bool]:
+    """The answers of a batch command; an error element is raised with the answers before it.
+
+    ``offset`` is the position of the batch's first item among the items of the whole call.
+    """
+    if not isinstance(reply, list):
+        raise BloomFilterError(f"unexpected reply {reply!r}: not an array of answers")
+    answers: list[bool] = []
+    for element in reply:
+        if isinstance(element, ResponseError):
+            raise BloomFilterError(str(element), answers, offset + len(answers))
+        answers.append(as_bool(element))
+    return answers
+
+
+def decode(value: Any) -> Any:
+    """bytes to str (a client without ``decode_responses`` answers bytes)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def info_dict(reply: Any) -> dict[str, Any]:
+    """``BF.INFO``: a flat name/value array in RESP2, a map in RESP3; a dict either way."""
+    if isinstance(reply, dict):
+        return {decode(name): value for name, value in reply.items()}
+    if isinstance(reply, list) and len(reply) % 2 == 0:
+        return {decode(reply[i]): reply[i + 1] for i in range(0, len(reply), 2)}
+    raise BloomFilterError(f"unexpected BF.INFO reply {reply!r}")
+
+
+def chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+def item_bytes(item: Item) -> bytes:
+    """The bytes redis-py sends for an item (its default encoder): what picks the item's shard."""
+    if isinstance(item, bytes):
+        return item
+    if isinstance(item, bool):  # redis-py refuses it too
+        raise TypeError("a bool is not an item: send b'1' or 'True' if that is what you mean")
+    if isinstance(item, str):
+        return item.encode()
+    if isinstance(item, int | float):
+        return repr(item).encode()
+    if isinstance(item, bytearray | memoryview):
+        return bytes(item)
+    raise TypeError(f"an item is bytes, str, int or float, not {type(item).__name__}")
+
+
+@lru_cache(maxsize=4096)
+def shard_tag(index: int, count: int) -> str:
+    """The hash tag of shard ``index`` of ``count``: the first of "0", "1", ... (hexadecimal)
+    whose slot is the middle of the shard's range, ``[index, index + 1) * 16384 / count``."""
+    target = (2 * index + 1) * SLOTS // (2 * count)
+    number = 0
+    while key_slot(format(number, "x").encode()) != target:
+        number += 1
+    return format(number, "x")
+
+
+def shard_capacity(capacity: int, count: int) -> int:
+    """What each of ``count`` shards is created for, out of ``capacity`` items: its share plus
+    ``SHARD_SLACK_SIGMAS`` standard deviations of the binomial count of items a shard gets (the
+    chance that one shard of 12 gets more is about 4e-4; past it, the shard scales as any filter
+    does, at the same error rate, with one more sub-filter)."""
+    share = capacity / count
+    spread = math.sqrt(share * (1 - 1 / count))
+    return max(1, math.ceil(share + SHARD_SLACK_SIGMAS * spread))
+
+
+@dataclass(frozen=True)
+class Call:
+    """A request to the client: one command, with redis-py's options for reading its reply
+    (``get`` for ``SET ... GET``). It answers the reply, or the ``ResponseError``."""
+
+    args: tuple[Any, ...]
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A request to the client: commands in one pipeline (one per node on a cluster), then a
+    ``WAIT`` on the connection that wrote each of ``waits`` (keys). It answers the replies, errors
+    included, the ``WAIT``s' last."""
+
+    commands: Sequence[tuple[Any, ...]]
+    waits: Sequence[str] = ()
+
+
+T = TypeVar("T")
+# An operation: it yields requests, is sent their answers, and returns its result.
+Operation = Generator[Call | Batch, Any, T]
+
+
+def is_cluster(client: Any) -> bool:
+    """True for redis-py's cluster clients (they route each key to its node)."""
+    return callable(getattr(client, "get_node_from_key", None))
+
+
+def reserve_failure(reply: Any) -> ResponseError | None:
+    """What a ``BF.RESERVE`` reply means for ``create``: None if the key now holds a filter (made,
+    or already there: TYPE says, see ``Core.create``), else the error to raise."""
+    if not isinstance(reply, ResponseError):
+        return None
+    # redis-bf: "item exists" for a filter, WRONGTYPE for anything else. RedisBloom answers
+    # "item exists" for both: TYPE tells them apart.
+    message = str(reply)
+    if "item exists" in message or message.startswith("WRONGTYPE"):
+        return None
+    return reply
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command of a batch, and the positions (in the call's items) of the items it carries."""
+
+    args: tuple[Any, ...]
+    positions: Sequence[int]
+    key: str
+
+
+@dataclass
+class Round:
+    """The commands of one round trip, for the items from ``start`` (``size`` of them)."""
+
+    start: int
+    size: int
+    commands: list[Command] = field(default_factory=list)
+
+
+class Core:
+    """A filter's commands and answers, for one key or ``shards`` keys (see the module doc)."""
+
+    def __init__(
+        self,
+        client: Any,
+        key: str,
+        options: FilterOptions,
+        *,
+        shards: int | None,
+        batch_size: int,
+        pipeline_size: int,
+        wait_for_replicas: int,
+        wait_timeout: float,
+    ):
+        if batch_size < 1 or pipeline_size < 1:
+            raise ValueError("batch_size and pipeline_size must be at least 1")
+        if wait_for_replicas < 0 or wait_timeout <= 0:
+            raise ValueError("wait_for_replicas must be 0 or more and wait_timeout positive")
+        self.client = client
+        self.key = key
+        self.options = options
+        self.batch_size = batch_size
+        self.pipeline_size = pipeline_size
+        self.wait_for_replicas = wait_for_replicas
+        self.wait_millis = max(1, round(wait_timeout * 1000))
+        self.shards = shards
+        if shards is None:
+            self.keys: tuple[str, ...] = (key,)
+            self.creation = options
+        else:
+            if isinstance(shards, bool) or not isinstance(shards, int):
+                raise TypeError(f"shards must be an int, not {type(shards).__name__}")
+            if not 1 <= shards <= MAX_SHARDS:
+                raise ValueError(f"shards must be from 1 to {MAX_SHARDS}, not {shards}")
+            if "{" in key:
+                raise ValueError(
+                    f"a sharded filter's key cannot hold a hash tag ({key!r}): each shard's key "
+                    "gets a tag of its own"
+                )
+            self.keys = tuple(
+                f"{key}:{index}/{shards}{{{shard_tag(index, shards)}}}" for index in range(shards)
+            )
+            capacity = shard_capacity(options.capacity, shards)
+            self.creation = FilterOptions(capacity, options.error_rate, options.window)
+        self.checked = shards is None  # a sharded filter checks its manifest on first use
+        self._insert_args = self.creation.insert_args()
+
+    def describe(self) -> str:
+        """The parameters, for a ``repr``."""
+        window = "" if self.options.window is None else f", window={self.options.window}"
+        shards = "" if self.shards is None else f", shards={self.shards}"
+        return (
+            f"key={self.key!r}, capacity={self.options.capacity}, "
+            f"error_rate={self.options.error_rate}{window}{shards}"
+        )
+
+    # -- single items -------------------------------------------------------------------------
+
+    def key_of(self, item: Item) -> str:
+        """The key that holds ``item``: the filter's, or its shard's (by a hash of the item)."""
+        if self.shards is None:
+            return self.key
+        digest = hashlib.blake2b(item_bytes(item), digest_size=8, person=b"redis-bf").digest()
+        return self.keys[(int.from_bytes(digest, "little") * self.shards) >> 64]
+
+    def insert(self, key: str, items: Sequence[Item]) -> tuple[Any, ...]:
+        """``BF.INSERT`` of ``items`` at ``key``, with the creation options."""
+        return ("BF.INSERT", key, *self._insert_args, "ITEMS", *items)
+
+    @staticmethod
+    def exists(key: str, items: Sequence[Item]) -> tuple[Any, ...]:
+        return ("BF.MEXISTS", key, *items)
+
+    def wait(self) -> tuple[Any, ...]:
+        return ("WAIT", self.wait_for_replicas, self.wait_millis)
+
+    # -- batches ------------------------------------------------------------------------------
+
+    def rounds(self, items: Iterable[Item], write: bool) -> Iterator[Round]:
+        """The round trips of a batch call: ``batch_size * pipeline_size`` items each, in
+        commands of at most ``batch_size`` items of one key."""
+        build = self.insert if write else self.exists
+        iterator = iter(items)
+        start = 0
+        while chunk := list(islice(iterator, self.batch_size * self.pipeline_size)):
+            round_trip = Round(start, len(chunk))
+            groups: dict[str, list[int]] = {}
+            for position, item in enumerate(chunk):
+                groups.setdefault(self.key_of(item), []).append(position)
+            for key in sorted(groups):
+                positions = groups[key]
+                for first in range(0, len(positions), self.batch_size):
+                    part = positions[first : first + self.batch_size]
+                    round_trip.commands.append(
+                        Command(
+                            build(key, [chunk[p] for p in part]),
+                            [start + p for p in part],
+                            key,
+                        )
+                    )
+            yield round_trip
+            start += len(chunk)
+
+    def collect(self, round_trip: Round, replies: Sequence[Any]) -> list[bool]:
+        """The answers of a round trip, in the items' order; the first failing item (by position)
+        raises, with the answers before it. ``replies`` may go on past the commands (``WAIT``s,
+        checked by ``check_waits``)."""
+        answers: list[bool | None] = [None] * round_trip.size
+        failure: tuple[int, str] | None = None
+        for command, reply in zip(round_trip.commands, replies, strict=False):
+            if isinstance(reply, ResponseError):
+                if is_module_missing(reply):
+                    raise ModuleMissingError(self.client, str(reply))
+                # A top-level error (WRONGTYPE, OOM, ...): none of the command's items applied.
+                found = (command.positions[0], str(reply))
+            else:
+                try:
+                    values = as_bools(reply)
+                    found = None
+                except BloomFilterError as error:
+                    values = error.results
+                    found = (command.positions[len(values)], str(error))
+                for position, value in zip(command.positions, values, strict=False):
+                    answers[position - round_trip.start] = value
+            if found is not None and (failure is None or found[0] < failure[0]):
+                failure = found
+        if failure is not None:
+            index, message = failure
+            before = answers[: index - round_trip.start]
+            raise BloomFilterError(message, [bool(a) for a in before], index)
+        return [bool(answer) for answer in answers]
+
+    def check_waits(self, replies: Sequence[Any], results: list[bool]) -> None:
+        """Raises ``NotReplicatedError`` unless every ``WAIT`` reply reached the replicas asked."""
+        for reply in replies:
+            if isinstance(reply, ResponseError) or int(reply) < self.wait_for_replicas:
+                raise NotReplicatedError(
+                    f"WAIT answered {reply!r}: fewer than {self.wait_for_replicas} replica(s) "
+                    f"confirmed the writes within {self.wait_millis} ms",
+                    results,
+                    len(results),
+                )
+
+    # -- the manifest of a sharded filter -------------------------------------------------------
+
+    def manifest(self) -> str:
+        """What a sharded filter keeps at its key: the parameters every process must share."""
+        return json.dumps(
+            {
+                "format": MANIFEST_FORMAT,
+                "version": 1,
+                "shards": self.shards,
+                "capacity": self.options.capacity,
+                "error_rate": float(self.options.error_rate),
+                "window": self.options.window,
+            },
+            sort_keys=True,
+        )
+
+    def manifest_command(self) -> tuple[Any, ...]:
+        """Sets the manifest if the key is missing, and answers what was there (Redis 7.0+)."""
+        return ("SET", self.key, self.manifest(), "NX", "GET")
+
+    def check_manifest(self, reply: Any) -> bool:
+        """Checks what ``manifest_command`` found (None: it set ours): True if this call made the
+        filter. Another shard count, error rate or window raises ``FilterMismatchError``; shards
+        are then created with the stored capacity (the first process's), so that every process
+        makes them alike."""
+        if isinstance(reply, ResponseError):
+            if str(reply).startswith("WRONGTYPE"):
+                raise KeyTypeError(
+                    self.key,
+                    "value of another type",
+                    "a sharded filter keeps its parameters at its key (a string): use another key",
+                )
+            raise reply
+        if reply is None:
+            self.checked = True
+            return True
+        try:
+            stored = json.loads(decode(reply))
+            if stored.get("format") != MANIFEST_FORMAT:
+                raise ValueError
+        except ValueError:
+            raise KeyTypeError(
+                self.key, "string", "not a sharded filter's parameters: use another key"
+            ) from None
+        mismatches = [
+            f"{name} {stored.get(name)!r}, not {mine!r}"
+            for name, mine in (
+                ("shards", self.shards),
+                ("error_rate", float(self.options.error_rate)),
+                ("window", self.options.window),
+            )
+            if stored.get(name) != mine
+        ]
+        if mismatches:
+            raise FilterMismatchError(
+                f"the sharded filter at {self.key!r} has {', '.join(mismatches)}: it is another "
+                "filter (changing the shard count needs a new filter, see the package README)"
+            )
+        capacity = stored.get("capacity")
+        if isinstance(capacity, int) and capacity >= 1 and capacity != self.options.capacity:
+            self.creation = FilterOptions(
+                shard_capacity(capacity, int(self.shards or 1)),
+                self.options.error_rate,
+                self.options.window,
+            )
+            self._insert_args = self.creation.insert_args()
+        self.checked = True
+        return False
+
+    # -- count and info -----------------------------------------------------------------------
+
+    @staticmethod
+    def merge_info(replies: Sequence[Any]) -> dict[str, Any]:
+        """``BF.INFO`` of every shard as one: counts and sizes summed, the rest the first's."""
+        infos = [info_dict(reply) for reply in replies]
+        merged = dict(infos[0])
+        for name in ("Capacity", "Size", "Number of filters", "Number of items inserted"):
+            if all(name in info for info in infos):
+                merged[name] = sum(int(info[name]) for info in infos)
+        if len(infos) > 1:
+            merged["Shards"] = len(infos)
+        return merged
+
+    # -- the operations (what ``BloomFilter`` and its asyncio twin run) --------------------------
+
+    def answer(self, reply: Any) -> Any:
+        """A reply, or its error raised (``ModuleMissingError`` for a server without ``BF.*``)."""
+        if isinstance(reply, ResponseError):
+            raise explained(self.client, reply)
+        return reply
+
+    def wait_targets(self, keys: Sequence[str]) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+        """The ``WAIT`` commands (with their pipeline options) for writes to ``keys``: one on the
+        connection of each node written (a cluster pipeline keeps one connection per node), or one
+        for a client of one server."""
+        if not keys:
+            return []
+        if not is_cluster(self.client):
+            return [(self.wait(), {})]
+        nodes = {}
+        for key in keys:
+            node = self.client.get_node_from_key(key)
+            nodes[node.name] = node
+        return [(self.wait(), {"target_nodes": node}) for node in nodes.values()]
+
+    def check(self) -> Operation[bool]:
+        """A sharded filter's parameters, checked against (or written at) its key, once: True if
+        this wrote them."""
+        if self.checked:
+            return False
+        return self.check_manifest((yield Call(self.manifest_command(), {"get": True})))
+
+    def create(self) -> Operation[bool]:
+        """Reserves the filter (every shard) if missing: True if this call created it. A key
+        holding anything else raises ``KeyTypeError``."""
+        created = yield from self.check()
+        reserve = [("BF.RESERVE", key, *self.creation.reserve_args()) for key in self.keys]
+        replies = yield Batch(reserve)
+        for key, reply in zip(self.keys, replies, strict=True):
+            if isinstance(reply, ResponseError):
+                failure = reserve_failure(reply)
+                if failure is not None:
+                    raise explained(self.client, failure)
+                key_type = str(decode(self.answer((yield Call(("TYPE", key))))))
+                if key_type != FILTER_TYPE:
+                    raise KeyTypeError(key, key_type)
+            elif self.shards is None:
+                created = True
+        return created
+
+    def key_type(self) -> Operation[str]:
+        return str(decode(self.answer((yield Call(("TYPE", self.key))))))
+
+    def add(self, item: Item) -> Operation[bool]:
+        if self.wait_for_replicas:
+            return (yield from self.batched([item], write=True))[0]
+        yield from self.check()
+        reply = yield Call(self.insert(self.key_of(item), [item]))
+        return as_bools(self.answer(reply))[0]
+
+    def contains(self, item: Item) -> Operation[bool]:
+        yield from self.check()
+        return as_bool(self.answer((yield Call(("BF.EXISTS", self.key_of(item), item)))))
+
+    def count(self) -> Operation[int]:
+        replies = yield Batch([("BF.CARD", key) for key in self.keys])
+        return sum(int(self.answer(reply)) for reply in replies)
+
+    def info(self) -> Operation[dict[str, Any]]:
+        replies = yield Batch([("BF.INFO", key) for key in self.keys])
+        infos = [self.answer(reply) for reply in replies]
+        return info_dict(infos[0]) if self.shards is None else self.merge_info(infos)
+
+    def delete(self) -> Operation[int]:
+        keys = self.keys if self.shards is None else (*self.keys, self.key)
+        replies = yield Batch([("DEL", key) for key in keys])
+        self.checked = self.shards is None
+        return sum(int(self.answer(reply)) for reply in replies)
+
+    def batched(self, items: Iterable[Item], write: bool) -> Operation[list[bool]]:
+        yield from self.check()
+        answers: list[bool] = []
+        for round_trip in self.rounds(items, write):
+            commands = round_trip.commands
+            waits = [c.key for c in commands] if write and self.wait_for_replicas else []
+            replies = yield Batch([command.args for command in commands], waits)
+            try:
+                answers.extend(self.collect(round_trip, replies))
+            except BloomFilterError as error:
+                error.results = answers + error.results
+                raise
+            self.check_waits(replies[len(commands) :], answers)
+        return answers

@@ -1,0 +1,133 @@
+"""``redis_bf.BloomFilter`` for asyncio: the same API and answers over ``redis.asyncio.Redis`` or
+``redis.asyncio.cluster.RedisCluster``, every call awaitable::
+
+    import redis.asyncio
+    from redis_bf.asyncio import BloomFilter
+
+    async def crawl(urls):
+        seen = BloomFilter(redis.asyncio.Redis(), "crawl:seen", 10_000_000, 1e-6)
+        for url, new in zip(urls, await seen.add_many(urls)):
+            ...
+
+Both classes run the same operations of ``redis_bf._core`` (the commands and how their replies
+become answers); only the sending differs. ``item in bf`` cannot be awaited: use
+``await bf.contains(item)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from redis.exceptions import ResponseError
+
+from ._core import Batch, Call, Core, FilterOptions, Item, Operation
+
+__all__ = ["BloomFilter"]
+
+T = TypeVar("T")
+
+
+class BloomFilter:
+    """A redis-bf Bloom filter at ``key`` (or over ``shards`` keys), for asyncio: see
+    ``redis_bf.BloomFilter`` for the parameters and the answers."""
+
+    def __init__(
+        self,
+        client: Any,
+        key: str,
+        capacity: int,
+        error_rate: float,
+        *,
+        window: int | timedelta | None = None,
+        shards: int | None = None,
+        batch_size: int = 1000,
+        pipeline_size: int = 16,
+        wait_for_replicas: int = 0,
+        wait_timeout: float = 1.0,
+    ):
+        self.client = client
+        self.key = key
+        self.options = FilterOptions(capacity, error_rate, window)
+        self.batch_size = batch_size
+        self.pipeline_size = pipeline_size
+        self._core = Core(
+            client,
+            key,
+            self.options,
+            shards=shards,
+            batch_size=batch_size,
+            pipeline_size=pipeline_size,
+            wait_for_replicas=wait_for_replicas,
+            wait_timeout=wait_timeout,
+        )
+
+    @property
+    def shards(self) -> int | None:
+        return self._core.shards
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The keys holding the items: ``(key,)``, or the shards' keys."""
+        return self._core.keys
+
+    def __repr__(self) -> str:
+        return f"redis_bf.asyncio.BloomFilter({self._core.describe()})"
+
+    async def _run(self, operation: Operation[T]) -> T:
+        """Runs an operation of the core: sends each request it makes, hands back the answer."""
+        try:
+            request = next(operation)
+            while True:
+                request = operation.send(await self._send(request))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    async def _send(self, request: Call | Batch) -> Any:
+        if isinstance(request, Call):
+            try:
+                return await self.client.execute_command(*request.args, **request.options)
+            except ResponseError as error:
+                return error
+        pipe = self.client.pipeline(transaction=False)
+        for command in request.commands:
+            pipe.execute_command(*command)
+        for command, options in self._core.wait_targets(request.waits):
+            pipe.execute_command(*command, **options)
+        return await pipe.execute(raise_on_error=False)
+
+    async def create(self) -> bool:
+        """Reserves the filter (every shard) if missing: True if this call created it."""
+        return await self._run(self._core.create())
+
+    async def key_type(self) -> str:
+        return await self._run(self._core.key_type())
+
+    async def add(self, item: Item) -> bool:
+        """Records ``item``: True if it was new, False if the filter (probably) held it."""
+        return await self._run(self._core.add(item))
+
+    async def add_many(self, items: Iterable[Item]) -> list[bool]:
+        """Records every item, in order: for each, whether it was new."""
+        return await self._run(self._core.batched(items, write=True))
+
+    async def contains(self, item: Item) -> bool:
+        """Whether ``item`` may have been added (False: certainly not)."""
+        return await self._run(self._core.contains(item))
+
+    async def contains_many(self, items: Iterable[Item]) -> list[bool]:
+        """For each item, whether it may have been added (False: certainly not)."""
+        return await self._run(self._core.batched(items, write=False))
+
+    async def count(self) -> int:
+        """Items added, summed over the shards; 0 for a missing key."""
+        return await self._run(self._core.count())
+
+    async def info(self) -> dict[str, Any]:
+        """``BF.INFO`` as a dict (summed over the shards, with Shards, for a sharded filter)."""
+        return await self._run(self._core.info())
+
+    async def delete(self) -> int:
+        """Deletes the filter (every shard, and a sharded filter's parameters): the keys removed."""
+        return await self._run(self._core.delete())

@@ -1,0 +1,190 @@
+"""One filter over a real Redis Cluster (three primaries, a replica each, harness/redis_cluster.py):
+a million items through twelve shards, a primary killed under a stream of acknowledged and
+replicated adds, the asyncio client, and a Scrapy crawl whose dupefilter lives on the cluster
+while scrapy-redis's queue stays on its own server."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import Counter
+
+import redis
+from redis.crc import key_slot
+
+from redis_bf import BloomFilter
+from redis_bf._core import shard_capacity
+from redis_bf.asyncio import BloomFilter as AsyncBloomFilter
+
+from conftest import run_crawl
+from redis_cluster import RedisCluster
+from redis_server import RedisServer
+from website import Site
+
+
+def shards_per_master(cluster: RedisCluster, keys: tuple[str, ...]) -> list[int]:
+    """How many of ``keys`` each primary holds (asked directly), primaries in slot order."""
+    counts = []
+    for master in cluster.masters():
+        with master.client() as direct:
+            counts.append(
+                sum(int(direct.exists(key)) for key in keys if owns(cluster, master, key))
+            )
+    return counts
+
+
+def owns(cluster: RedisCluster, master: RedisServer, key: str) -> bool:
+    slot = key_slot(key.encode())
+    return any(low <= slot <= high for low, high in cluster.slots_of(master))
+
+
+def test_a_million_items_through_twelve_shards(cluster: RedisCluster) -> None:
+    client = cluster.client()
+    try:
+        bf = BloomFilter(client, "crawl", 1_000_000, 0.001, shards=12)
+        items = [f"https://example.com/page/{i}" for i in range(1_000_000)]
+        added = bf.add_many(items)
+        new = sum(added)
+        assert new > 999_000  # an add answers "seen" only on a false positive
+        assert bf.contains_many(items) == [True] * len(items)  # no false negative
+        absent = [f"https://example.org/other/{i}" for i in range(200_000)]
+        false_positives = sum(bf.contains_many(absent))
+        assert false_positives <= 220, false_positives  # at most 0.11%
+        count = bf.count()
+        assert count == new
+        assert abs(count - len(items)) <= len(items) // 1000  # within 0.1%
+        info = bf.info()
+        assert info["Shards"] == 12
+        assert info["Number of items inserted"] == count
+        assert info["Capacity"] == 12 * shard_capacity(1_000_000, 12)
+        assert info["Number of filters"] == 12  # no shard had to grow
+        assert shards_per_master(cluster, bf.keys) == [4, 4, 4]
+        # Memory as one filter's: the shards' bits per item against one filter of the same
+        # capacity and error rate.
+        client.execute_command("BF.RESERVE", "one", 0.001, 1_000_000)
+        one = int(client.execute_command("BF.INFO", "one", "SIZE")[0])
+        assert 1.0 <= info["Size"] / one < 1.03, (info["Size"], one)
+        print(f"\n12 shards: {new} new of 1,000,000, {false_positives} false positives of 200,000")
+    finally:
+        client.close()
+
+
+def test_adds_acknowledged_and_replicated_survive_a_killed_primary(cluster: RedisCluster) -> None:
+    client = cluster.client()
+    bf = BloomFilter(
+        client, "stream", 200_000, 0.001, shards=6, wait_for_replicas=1, wait_timeout=2
+    )
+    victim = cluster.masters()[1]
+    failed_over = threading.Event()
+
+    problems: list[BaseException] = []
+
+    def kill_then_wait() -> None:
+        try:
+            time.sleep(0.5)
+            cluster.kill(victim)
+            cluster.wait_for_failover(victim)
+            failed_over.set()
+        except BaseException as problem:  # reported by the loop below
+            problems.append(problem)
+
+    killer = threading.Thread(target=kill_then_wait)
+    acknowledged: list[str] = []
+    refused: list[str] = []
+    after = 0  # batches tried once the replica took over
+    batch = 0
+    killer.start()
+    try:
+        deadline = time.monotonic() + 60
+        while after < 3:
+            assert not problems, problems
+            assert time.monotonic() < deadline, f"no failover within 60 s ({refused[-3:]})"
+            items = [f"event:{batch}:{i}" for i in range(500)]
+            batch += 1
+            after += int(failed_over.is_set())
+            try:
+                bf.add_many(items)
+            except redis.exceptions.RedisError as error:
+                # Not acknowledged: some of its items may be in, some not.
+                refused.append(type(error).__name__)
+                time.sleep(0.1)
+                continue
+            acknowledged.extend(items)
+    finally:
+        killer.join()
+        client.close()
+    assert len(acknowledged) >= 2000, "the kill came before the stream"
+    # While the primary is down its shards' writes fail; once its replica took over, it has no
+    # replica of its own, so WAIT 1 cannot succeed there and the writes are refused as such.
+    assert refused, "no add was refused: the kill did not land during the stream"
+    assert refused[-3:] == ["NotReplicatedError"] * 3, refused
+    fresh = cluster.client()
+    try:
+        again = BloomFilter(fresh, "stream", 200_000, 0.001, shards=6)
+        assert again.contains_many(acknowledged) == [True] * len(acknowledged)
+        assert victim not in cluster.masters()
+    finally:
+        fresh.close()
+    print(f"\n{len(acknowledged)} items acknowledged in {batch} batches, refused: {refused}")
+
+
+def test_the_asyncio_client_on_the_cluster(cluster: RedisCluster) -> None:
+    items = [f"video:{i}" for i in range(100_000)]
+    absent = [f"other:{i}" for i in range(20_000)]
+
+    async def run() -> tuple[int, list[bool], int, int, dict[str, object], int]:
+        client = cluster.async_client(protocol=3)
+        try:
+            bf = AsyncBloomFilter(client, "feed", 100_000, 0.001, shards=12, wait_for_replicas=1)
+            assert await bf.create() is True
+            new = sum(await bf.add_many(items))
+            held = await bf.contains_many(items)
+            false_positives = sum(await bf.contains_many(absent))
+            assert await bf.add(items[0]) is False
+            assert await bf.contains(items[-1]) is True
+            return new, held, false_positives, await bf.count(), await bf.info(), await bf.delete()
+        finally:
+            await client.aclose()
+
+    new, held, false_positives, count, info, deleted = asyncio.run(run())
+    assert new > 99_900
+    assert held == [True] * len(items)
+    assert false_positives <= 40  # 0.1% of 20,000 is 20
+    assert count == new
+    assert info["Shards"] == 12 and info["Number of items inserted"] == new
+    assert deleted == 13  # the shards and the parameters
+    assert shards_per_master(
+        cluster, BloomFilter(redis.Redis(), "feed", 1, 0.5, shards=12).keys
+    ) == [
+        0,
+        0,
+        0,
+    ]
+
+
+def test_a_crawl_with_its_dupefilter_on_the_cluster(
+    site: Site, server: RedisServer, cluster: RedisCluster
+) -> None:
+    crawl = run_crawl(
+        site,
+        server,
+        SCHEDULER_PERSIST=True,
+        BLOOMFILTER_CLUSTER_URL=cluster.url,
+        BLOOMFILTER_SHARDS=6,
+    )
+    assert site.fetched() == Counter({path: 1 for path in site.paths})
+    assert crawl["finish_reason"] == "finished"
+    assert crawl["dupefilter/filtered"] == site.requests_per_crawl - len(site.paths)
+    # The filter is on the cluster, in six shards over the three primaries; scrapy-redis's queue
+    # server has only its own keys.
+    client = cluster.client()
+    try:
+        bf = BloomFilter(client, "site:dupefilter", 100_000, 1e-6, shards=6)
+        assert bf.count() == len(site.paths)
+        assert shards_per_master(cluster, bf.keys) == [2, 2, 2]
+    finally:
+        client.close()
+    with server.client() as queue_server:
+        assert queue_server.exists("site:dupefilter") == 0
+        assert not [key for key in queue_server.keys("site:dupefilter*")]

@@ -1,0 +1,172 @@
+"""One filter over many keys (``shards=N``), on one server (test_cluster.py has the cluster), and
+the asyncio client: the shards' keys and slots, the parameters kept at the key, the answers and
+errors of a sharded batch in the caller's order, and the asyncio twin's answers equal to the
+blocking class's."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from datetime import timedelta
+
+import pytest
+import redis
+import redis.asyncio
+from redis.crc import key_slot
+
+from redis_bf import BloomFilter, BloomFilterError, FilterMismatchError, KeyTypeError
+from redis_bf._core import shard_capacity
+from redis_bf.asyncio import BloomFilter as AsyncBloomFilter
+
+from conftest import info
+from redis_server import RedisServer
+
+
+def test_shard_keys_fall_in_evenly_spaced_slot_ranges() -> None:
+    for count in (1, 3, 12, 100):
+        bf = BloomFilter(redis.Redis(), "crawl", 1000, 0.01, shards=count)
+        assert len(bf.keys) == count
+        for index, key in enumerate(bf.keys):
+            assert key.startswith(f"crawl:{index}/{count}{{") and key.endswith("}")
+            low, high = index * 16384 / count, (index + 1) * 16384 / count
+            assert low <= key_slot(key.encode()) < high
+            assert key_slot(key.encode()) == (2 * index + 1) * 16384 // (2 * count)
+    # Three primaries with evenly assigned slots (0-5460, 5461-10922, 10923-16383): four each.
+    twelve = BloomFilter(redis.Redis(), "crawl", 1000, 0.01, shards=12).keys
+    owners = [min(key_slot(key.encode()) // 5461, 2) for key in twelve]
+    assert owners == [0] * 4 + [1] * 4 + [2] * 4
+
+
+def test_a_shard_is_made_for_its_share_plus_four_deviations() -> None:
+    assert shard_capacity(1_000_000, 12) == math.ceil(1e6 / 12 + 4 * math.sqrt(1e6 / 12 * 11 / 12))
+    assert shard_capacity(1_000_000, 12) == 84_439
+    assert shard_capacity(1000, 1) == 1000  # one shard takes every item: no spread
+    assert shard_capacity(1, 8) == 2
+
+
+def test_refused_arguments() -> None:
+    client = redis.Redis()
+    with pytest.raises(ValueError, match="cannot hold a hash tag"):
+        BloomFilter(client, "{crawl}:seen", 1000, 0.01, shards=4)
+    for shards in (0, -1, 1025):
+        with pytest.raises(ValueError, match="shards must be from 1 to 1024"):
+            BloomFilter(client, "crawl", 1000, 0.01, shards=shards)
+    with pytest.raises(TypeError, match="shards must be an int"):
+        BloomFilter(client, "crawl", 1000, 0.01, shards="4")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="window must be whole seconds"):
+        BloomFilter(client, "crawl", 1000, 0.01, window=timedelta(seconds=1.5))
+    with pytest.raises(ValueError, match="window must be from 1"):
+        BloomFilter(client, "crawl", 1000, 0.01, window=timedelta(0))
+
+
+def test_items_spread_over_the_shards_and_answer_in_order(r: redis.Redis) -> None:
+    bf = BloomFilter(r, "seen", 3000, 0.001, shards=4, batch_size=50, pipeline_size=3)
+    items = [f"item:{i}" for i in range(2000)]
+    assert bf.add_many(items[:1000]) == [True] * 1000
+    assert bf.add_many(items[500:1500]) == [False] * 500 + [True] * 500
+    answers = bf.contains_many(items)
+    assert answers[:1500] == [True] * 1500
+    assert sum(answers[1500:]) <= 5  # 0.1% of 500 expected: 0.5
+    assert bf.add("item:0") is False and bf.add("item:1999") is True
+    assert ("item:0" in bf, bf.contains("item:1999"), bf.contains("absent")) == (True, True, False)
+    assert bf.count() == 1501
+    per_shard = [int(r.execute_command("BF.CARD", key)) for key in bf.keys]
+    assert sum(per_shard) == 1501
+    assert all(300 < count < 450 for count in per_shard), per_shard  # 375 each on average
+    merged = bf.info()
+    assert merged["Shards"] == 4
+    assert merged["Capacity"] == 4 * shard_capacity(3000, 4)
+    assert merged["Number of items inserted"] == 1501
+    assert merged["Size"] == sum(info(r, key)["Size"] for key in bf.keys)
+    assert info(r, bf.keys[0])["Capacity"] == shard_capacity(3000, 4)
+    assert r.type("seen") == b"string"  # the parameters
+    assert bf.delete() == 5
+    assert r.dbsize() == 0
+    assert bf.count() == 0
+
+
+def test_a_second_process_finds_the_same_filter_and_a_mismatch_is_refused(
+    server: RedisServer,
+) -> None:
+    first = BloomFilter(server.client(), "seen", 1000, 0.01, shards=3, window=60)
+    assert first.create() is True
+    assert first.create() is False
+    assert first.add_many(["a", "b", "c"]) == [True, True, True]
+    again = BloomFilter(server.client(), "seen", 1000, 0.01, shards=3, window=timedelta(minutes=1))
+    assert again.add_many(["a", "b", "d"]) == [False, False, True]
+    assert again.info()["Window"] == 60
+    # Another capacity is the filter's own, as for one key: the shards keep the first one's.
+    bigger = BloomFilter(server.client(), "seen", 50_000, 0.01, shards=3, window=60)
+    assert bigger.add("e") is True
+    assert {info(server.client(), key)["Capacity"] for key in bigger.keys} == {
+        shard_capacity(1000, 3)
+    }
+    for shards, error_rate, window, message in (
+        (4, 0.01, 60, "has shards 3, not 4"),
+        (3, 0.001, 60, "error_rate 0.01, not 0.001"),
+        (3, 0.01, None, "window 60, not None"),
+    ):
+        mismatched = BloomFilter(
+            server.client(), "seen", 1000, error_rate, shards=shards, window=window
+        )
+        with pytest.raises(FilterMismatchError, match=message):
+            mismatched.add("x")
+        with pytest.raises(FilterMismatchError):
+            mismatched.contains_many(["x"])
+    assert first.count() == 5
+    # One key where a sharded filter keeps its parameters is refused as such, and the reverse.
+    with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
+        BloomFilter(server.client(), "seen", 1000, 0.01).add("x")
+    server.client().execute_command("BF.ADD", "plain", "x")
+    with pytest.raises(KeyTypeError, match="keeps its parameters at its key"):
+        BloomFilter(server.client(), "plain", 1000, 0.01, shards=2).add("x")
+    server.client().set("text", "hello")
+    with pytest.raises(KeyTypeError, match="not a sharded filter's parameters"):
+        BloomFilter(server.client(), "text", 1000, 0.01, shards=2).contains("x")
+
+
+def test_a_failing_shard_fails_the_batch_at_its_first_item(r: redis.Redis) -> None:
+    bf = BloomFilter(r, "seen", 1000, 0.01, shards=4, batch_size=2)
+    items = [f"item:{i}" for i in range(40)]
+    broken = bf.keys[2]
+    r.set(broken, "not a filter")
+    first = next(i for i, item in enumerate(items) if bf._core.key_of(item) == broken)
+    with pytest.raises(BloomFilterError, match="WRONGTYPE") as raised:
+        bf.add_many(items)
+    assert raised.value.index == first
+    assert raised.value.results == [True] * first
+    with pytest.raises(KeyTypeError, match="holds a string"):
+        bf.create()
+
+
+def test_the_asyncio_client_answers_as_the_blocking_one(server: RedisServer, protocol: int) -> None:
+    items = [f"item:{i}" for i in range(500)]
+
+    async def run() -> list[object]:
+        client = redis.asyncio.Redis(host="127.0.0.1", port=server.port, protocol=protocol)
+        try:
+            answers: list[object] = []
+            for shards in (None, 4):
+                bf = AsyncBloomFilter(
+                    client, f"async{shards}", 1000, 0.001, shards=shards, batch_size=64
+                )
+                answers.append(await bf.create())
+                answers.append(await bf.add_many(items[:300]))
+                answers.append(await bf.add_many(items[200:]))
+                answers.append(await bf.add("item:0"))
+                answers.append(await bf.contains("item:499"))
+                answers.append(await bf.contains("absent"))
+                answers.append(await bf.contains_many(["item:1", "absent"]))
+                answers.append(await bf.count())
+                answers.append((await bf.info())["Number of items inserted"])
+                answers.append(await bf.delete())
+            return answers
+        finally:
+            await client.aclose()
+
+    answers = asyncio.run(run())
+    once = [True, [True] * 300, [False] * 100 + [True] * 200, False, True, False, [True, False]]
+    assert answers == [*once, 500, 500, 1, *once, 500, 500, 5]
+    blocking = BloomFilter(server.client(protocol), "blocking", 1000, 0.001, shards=4)
+    assert blocking.add_many(items) == [True] * 500
+    assert server.client().dbsize() == 5
