@@ -37,6 +37,19 @@ def test_shard_keys_fall_in_evenly_spaced_slot_ranges() -> None:
     assert owners == [0] * 4 + [1] * 4 + [2] * 4
 
 
+def test_an_items_shard_is_pinned() -> None:
+    """The hash tags and the item's shard are part of the stored form: another process (or a
+    later release) must find every item where this one put it."""
+    bf = BloomFilter(redis.Redis(), "crawl", 1000, 0.01, shards=12)
+    assert [bf._core.key_of(item) for item in ("https://example.com/", b"\x00", 42, 1.5)] == [
+        "crawl:8/12{8459}",
+        "crawl:6/12{1a28}",
+        "crawl:1/12{48576}",
+        "crawl:10/12{b509}",
+    ]
+    assert bf._core.key_of("42") == bf._core.key_of(42) == bf._core.key_of(b"42")
+
+
 def test_a_shard_is_made_for_its_share_plus_four_deviations() -> None:
     assert shard_capacity(1_000_000, 12) == math.ceil(1e6 / 12 + 4 * math.sqrt(1e6 / 12 * 11 / 12))
     assert shard_capacity(1_000_000, 12) == 84_439

@@ -34,6 +34,9 @@ MAX_SHARDS = 1024
 # ``shard_capacity``).
 SHARD_SLACK_SIGMAS = 4.0
 MANIFEST_FORMAT = "redis-bf sharded filter"
+# An item's shard: the first 8 bytes of its BLAKE2b digest with this personalisation, little
+# endian, times the shard count, over 2^64. Part of the stored form: changing it loses items.
+SHARD_HASH_PERSON = b"redis-bf"
 
 
 class BloomFilterError(ResponseError):
@@ -417,7 +420,8 @@ class Core:
         """The key that holds ``item``: the filter's, or its shard's (by a hash of the item)."""
         if self.shards is None:
             return self.key
-        digest = hashlib.blake2b(item_bytes(item), digest_size=8, person=b"redis-bf").digest()
+        data = item.encode() if type(item) is str else item_bytes(item)
+        digest = hashlib.blake2b(data, digest_size=8, person=SHARD_HASH_PERSON).digest()
         return self.keys[(int.from_bytes(digest, "little") * self.shards) >> 64]
 
     def insert(self, key: str, items: Sequence[Item]) -> tuple[Any, ...]:
