@@ -188,3 +188,33 @@ def test_a_crawl_with_its_dupefilter_on_the_cluster(
     with server.client() as queue_server:
         assert queue_server.exists("site:dupefilter") == 0
         assert not [key for key in queue_server.keys("site:dupefilter*")]
+
+
+def test_one_key_through_cluster_clients(cluster: RedisCluster) -> None:
+    """Without shards the filter is one key, on the primary of its slot, through either client."""
+    client = cluster.client(protocol=3)
+    try:
+        bf = BloomFilter(client, "single", 10_000, 0.001, window=3600, batch_size=100)
+        assert bf.create() is True
+        items = [f"item:{i}" for i in range(1000)]
+        assert bf.add_many(items) == [True] * 1000
+        assert bf.add("item:0") is False
+        assert ("item:999" in bf, bf.contains("absent")) == (True, False)
+        assert bf.count() == 1000
+        assert bf.info()["Window"] == 3600
+        owner = cluster.master_of_slot(key_slot(b"single"))
+        with owner.client() as direct:
+            assert direct.execute_command("BF.CARD", "single") == 1000
+    finally:
+        client.close()
+
+    async def run() -> tuple[list[bool], int, int]:
+        async_client = cluster.async_client()
+        try:
+            bf = AsyncBloomFilter(async_client, "single", 10_000, 0.001, window=3600)
+            answers = await bf.add_many(["item:0", "new"])
+            return answers, await bf.count(), await bf.delete()
+        finally:
+            await async_client.aclose()
+
+    assert asyncio.run(run()) == ([False, True], 1001, 1)

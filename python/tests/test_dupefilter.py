@@ -18,7 +18,7 @@ from scrapy.utils.test import get_crawler
 from scrapy_redis.dupefilter import RFPDupeFilter as SetDupeFilter
 from scrapy_redis.scheduler import Scheduler
 
-from redis_bf import BloomFilterError, KeyTypeError
+from redis_bf import BloomFilterError, FilterMismatchError, KeyTypeError
 from redis_bf.scrapy import RFPDupeFilter
 
 from conftest import info
@@ -299,3 +299,30 @@ def test_with_scrapys_own_scheduler(server: Any) -> None:
     assert df.request_seen(Request(URL)) is True
     df.close("finished")
     assert r.exists(df.key) == 0
+
+
+def test_a_sharded_filter_on_the_same_server(server: Any) -> None:
+    spider = make_spider(server, BLOOMFILTER_SHARDS=4, BLOOMFILTER_CAPACITY=4000)
+    df = RFPDupeFilter.from_spider(spider)
+    r = server.client()
+    assert df.filter.shards == 4
+    assert sorted(r.keys("shop:dupefilter*")) == sorted(
+        [b"shop:dupefilter", *(key.encode() for key in df.filter.keys)]
+    )
+    # A quarter of 4,000 plus four deviations: 1000 + 4 * sqrt(1000 * 3/4), rounded up.
+    assert {info(r, key)["Capacity"] for key in df.filter.keys} == {1110}
+    requests = [Request(f"http://shop.example/item/{i}") for i in range(100)]
+    assert [df.request_seen(request) for request in requests] == [False] * 100
+    assert [df.request_seen(request) for request in requests] == [True] * 100
+    assert df.filter.count() == 100
+    # Another shard count for the same key is refused when the spider opens.
+    with pytest.raises(FilterMismatchError, match="has shards 4, not 2"):
+        RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_SHARDS=2))
+    df.clear()  # what a flush does: every shard and the parameters go
+    assert r.keys("*") == []
+
+
+def test_the_cluster_setting_makes_a_cluster_client(server: Any) -> None:
+    settings = get_crawler(Spider, {"BLOOMFILTER_CLUSTER_URL": server.url}).settings
+    with pytest.raises(redis.exceptions.RedisClusterException, match="Cluster mode"):
+        RFPDupeFilter.filter_settings(settings)
