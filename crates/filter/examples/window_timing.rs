@@ -26,7 +26,9 @@ fn main() {
     for i in 0..CAPACITY {
         let item = format!("item:{i:012}");
         plain.add(item.as_bytes(), u64::MAX).unwrap();
-        windowed.add(item.as_bytes(), NOW + i / 100, u64::MAX).unwrap();
+        windowed
+            .add(item.as_bytes(), NOW + i / 100, u64::MAX)
+            .unwrap();
     }
     let items: Vec<String> = (0..1_000_000u64)
         .map(|i| format!("item:{:012}", (i * 2_654_435_761) % CAPACITY))
