@@ -127,15 +127,52 @@ def test_a_second_process_finds_the_same_filter_and_a_mismatch_is_refused(
         with pytest.raises(FilterMismatchError):
             mismatched.contains_many(["x"])
     assert first.count() == 5
+    with pytest.raises(FilterMismatchError):
+        BloomFilter(server.client(), "seen", 1000, 0.01, shards=4, window=60).count()
+    with pytest.raises(FilterMismatchError):
+        BloomFilter(server.client(), "seen", 1000, 0.01, shards=4, window=60).delete()
+    assert first.count() == 5  # nothing was deleted
+    # Deleted and made again by a process with another capacity: its own, this time.
+    assert bigger.delete() == 4
+    assert bigger.add("f") is True
+    assert bigger.create() is False  # the add wrote the parameters; this reserves every shard
+    assert {info(server.client(), key)["Capacity"] for key in bigger.keys} == {
+        shard_capacity(50_000, 3)
+    }
     # One key where a sharded filter keeps its parameters is refused as such, and the reverse.
     with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
         BloomFilter(server.client(), "seen", 1000, 0.01).add("x")
     server.client().execute_command("BF.ADD", "plain", "x")
     with pytest.raises(KeyTypeError, match="keeps its parameters at its key"):
         BloomFilter(server.client(), "plain", 1000, 0.01, shards=2).add("x")
-    server.client().set("text", "hello")
-    with pytest.raises(KeyTypeError, match="not a sharded filter's parameters"):
-        BloomFilter(server.client(), "text", 1000, 0.01, shards=2).contains("x")
+    for text in ("hello", "123", "[1]", '"x"', "{}"):
+        server.client().set("text", text)
+        with pytest.raises(KeyTypeError, match="not a sharded filter's parameters"):
+            BloomFilter(server.client(), "text", 1000, 0.01, shards=2).contains("x")
+
+
+def test_an_items_shard_follows_the_clients_encoding(server: RedisServer) -> None:
+    latin = server.client(encoding="latin-1")
+    bf = BloomFilter(latin, "latin", 1000, 0.01, shards=8)
+    assert bf.add("café") is True
+    assert bf.add(b"caf\xe9") is False  # the same bytes on the wire: the same shard
+    assert bf.contains_many([b"caf\xe9", "café"]) == [True, True]
+    assert bf._core.key_of("café") == bf._core.key_of(b"caf\xe9")
+
+
+def test_an_error_element_in_a_later_round_trip(r: redis.Redis) -> None:
+    bf = BloomFilter(r, "seen", 1000, 0.01, shards=2, batch_size=2, pipeline_size=1)
+    full = bf.keys[1]
+    r.execute_command("BF.RESERVE", full, 0.01, 5, "NONSCALING")
+    items = [f"item:{i}" for i in range(60)]
+    into_full = [i for i, item in enumerate(items) if bf._core.key_of(item) == full]
+    sixth = into_full[5]  # the first that does not fit
+    with pytest.raises(BloomFilterError, match="non scaling filter is full") as raised:
+        bf.add_many(items)
+    assert raised.value.index == sixth
+    assert len(raised.value.results) == sixth
+    assert raised.value.results == [True] * sixth
+    assert sixth >= 2  # past the first round trip (two items)
 
 
 def test_a_failing_shard_fails_the_batch_at_its_first_item(r: redis.Redis) -> None:

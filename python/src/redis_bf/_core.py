@@ -13,10 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from functools import lru_cache
 from itertools import islice
 from typing import Any, TypeVar
 
@@ -55,8 +54,9 @@ class BloomFilterError(ResponseError):
 
 class NotReplicatedError(BloomFilterError):
     """Writes were applied on a primary but fewer replicas than ``wait_for_replicas`` confirmed
-    them within the timeout (``WAIT``): they may be lost if that primary fails now. ``results``
-    holds every answer of the call (all were applied)."""
+    them within the timeout (``WAIT``), or a node could not be asked: they may be lost if that
+    primary fails now. ``results`` holds the answers of the items sent (applied on the
+    primaries), and ``index`` is the first item that was not sent."""
 
 
 class FilterMismatchError(BloomFilterError):
@@ -237,7 +237,10 @@ def as_bools(reply: Any, offset: int = 0) -> list[bool]:
     for element in reply:
         if isinstance(element, ResponseError):
             raise BloomFilterError(str(element), answers, offset + len(answers))
-        answers.append(as_bool(element))
+        try:
+            answers.append(as_bool(element))
+        except BloomFilterError as error:
+            raise BloomFilterError(str(error), answers, offset + len(answers)) from None
     return answers
 
 
@@ -261,8 +264,25 @@ def chunks(items: Iterable[Item], size: int) -> Iterator[list[Item]]:
         yield chunk
 
 
+def encoder_of(client: Any) -> Callable[[Item], bytes]:
+    """The bytes ``client`` sends for an item (its encoder: its ``encoding`` and
+    ``encoding_errors``), which pick the item's shard; ``item_bytes`` if it has none."""
+    get_encoder = getattr(client, "get_encoder", None)
+    encoder = get_encoder() if callable(get_encoder) else None
+    if encoder is None or not callable(getattr(encoder, "encode", None)):
+        return item_bytes
+    if (encoder.encoding, encoder.encoding_errors) in (("utf-8", "strict"), ("utf8", "strict")):
+        return item_bytes  # the same bytes, without a call into redis-py for each item
+
+    def encode(item: Item) -> bytes:
+        value = encoder.encode(item)
+        return value if isinstance(value, bytes) else bytes(value)
+
+    return encode
+
+
 def item_bytes(item: Item) -> bytes:
-    """The bytes redis-py sends for an item (its default encoder): what picks the item's shard."""
+    """The bytes redis-py's default encoder (UTF-8, strict) sends for an item."""
     if isinstance(item, bytes):
         return item
     if isinstance(item, bool):  # redis-py refuses it too
@@ -276,15 +296,21 @@ def item_bytes(item: Item) -> bytes:
     raise TypeError(f"an item is bytes, str, int or float, not {type(item).__name__}")
 
 
-@lru_cache(maxsize=4096)
+# The first of "0", "1", ... (hexadecimal) seen with each slot, filled by one upward scan shared by
+# every shard count (``shard_tag``), and how far it went.
+_FIRST_TAG: dict[int, str] = {}
+_SCANNED = [0]
+
+
 def shard_tag(index: int, count: int) -> str:
     """The hash tag of shard ``index`` of ``count``: the first of "0", "1", ... (hexadecimal)
     whose slot is the middle of the shard's range, ``[index, index + 1) * 16384 / count``."""
     target = (2 * index + 1) * SLOTS // (2 * count)
-    number = 0
-    while key_slot(format(number, "x").encode()) != target:
-        number += 1
-    return format(number, "x")
+    while target not in _FIRST_TAG:
+        tag = format(_SCANNED[0], "x")
+        _FIRST_TAG.setdefault(key_slot(tag.encode()), tag)
+        _SCANNED[0] += 1
+    return _FIRST_TAG[target]
 
 
 def shard_capacity(capacity: int, count: int) -> int:
@@ -377,6 +403,7 @@ class Core:
         if wait_for_replicas < 0 or wait_timeout <= 0:
             raise ValueError("wait_for_replicas must be 0 or more and wait_timeout positive")
         self.client = client
+        self.encode = encoder_of(client)
         self.key = key
         self.options = options
         self.batch_size = batch_size
@@ -386,7 +413,6 @@ class Core:
         self.shards = shards
         if shards is None:
             self.keys: tuple[str, ...] = (key,)
-            self.creation = options
         else:
             if isinstance(shards, bool) or not isinstance(shards, int):
                 raise TypeError(f"shards must be an int, not {type(shards).__name__}")
@@ -400,8 +426,7 @@ class Core:
             self.keys = tuple(
                 f"{key}:{index}/{shards}{{{shard_tag(index, shards)}}}" for index in range(shards)
             )
-            capacity = shard_capacity(options.capacity, shards)
-            self.creation = FilterOptions(capacity, options.error_rate, options.window)
+        self.creation = self.own_creation()
         self.checked = shards is None  # a sharded filter checks its manifest on first use
         self._insert_args = self.creation.insert_args()
 
@@ -420,7 +445,9 @@ class Core:
         """The key that holds ``item``: the filter's, or its shard's (by a hash of the item)."""
         if self.shards is None:
             return self.key
-        data = item.encode() if type(item) is str else item_bytes(item)
+        data = (
+            item.encode() if type(item) is str and self.encode is item_bytes else self.encode(item)
+        )
         digest = hashlib.blake2b(data, digest_size=8, person=SHARD_HASH_PERSON).digest()
         return self.keys[(int.from_bytes(digest, "little") * self.shards) >> 64]
 
@@ -468,19 +495,28 @@ class Core:
         checked by ``check_waits``)."""
         answers: list[bool | None] = [None] * round_trip.size
         failure: tuple[int, str] | None = None
+        if len(replies) < len(round_trip.commands):
+            raise BloomFilterError(
+                f"{len(replies)} replies to {len(round_trip.commands)} commands",
+                [],
+                round_trip.start,
+            )
         for command, reply in zip(round_trip.commands, replies, strict=False):
+            found: tuple[int, str] | None = None
             if isinstance(reply, ResponseError):
                 if is_module_missing(reply):
                     raise ModuleMissingError(self.client, str(reply))
-                # A top-level error (WRONGTYPE, OOM, ...): none of the command's items applied.
+                # A top-level error (WRONGTYPE, OOM, MOVED...): none of the command's items applied.
                 found = (command.positions[0], str(reply))
             else:
                 try:
                     values = as_bools(reply)
-                    found = None
                 except BloomFilterError as error:
                     values = error.results
                     found = (command.positions[len(values)], str(error))
+                if found is None and len(values) != len(command.positions):
+                    missing = command.positions[min(len(values), len(command.positions) - 1)]
+                    found = (missing, f"{len(values)} answers to {len(command.positions)} items")
                 for position, value in zip(command.positions, values, strict=False):
                     answers[position - round_trip.start] = value
             if found is not None and (failure is None or found[0] < failure[0]):
@@ -494,7 +530,7 @@ class Core:
     def check_waits(self, replies: Sequence[Any], results: list[bool]) -> None:
         """Raises ``NotReplicatedError`` unless every ``WAIT`` reply reached the replicas asked."""
         for reply in replies:
-            if isinstance(reply, ResponseError) or int(reply) < self.wait_for_replicas:
+            if not isinstance(reply, int) or reply < self.wait_for_replicas:
                 raise NotReplicatedError(
                     f"WAIT answered {reply!r}: fewer than {self.wait_for_replicas} replica(s) "
                     f"confirmed the writes within {self.wait_millis} ms",
@@ -522,11 +558,12 @@ class Core:
         """Sets the manifest if the key is missing, and answers what was there (Redis 7.0+)."""
         return ("SET", self.key, self.manifest(), "NX", "GET")
 
-    def check_manifest(self, reply: Any) -> bool:
-        """Checks what ``manifest_command`` found (None: it set ours): True if this call made the
-        filter. Another shard count, error rate or window raises ``FilterMismatchError``; shards
-        are then created with the stored capacity (the first process's), so that every process
-        makes them alike."""
+    def check_manifest(self, reply: Any, claimed: bool = True) -> bool:
+        """Checks what ``manifest_command`` found (None: it set ours; ``claimed`` False: what a
+        ``GET`` found, None then meaning no filter yet): True if this call made the filter.
+        Another shard count, error rate or window raises ``FilterMismatchError``; shards are then
+        created with the stored capacity (the first process's), so that every process makes them
+        alike."""
         if isinstance(reply, ResponseError):
             if str(reply).startswith("WRONGTYPE"):
                 raise KeyTypeError(
@@ -534,15 +571,17 @@ class Core:
                     "value of another type",
                     "a sharded filter keeps its parameters at its key (a string): use another key",
                 )
-            raise reply
+            raise explained(self.client, reply)
         if reply is None:
-            self.checked = True
-            return True
+            self.creation = self.own_creation()
+            self._insert_args = self.creation.insert_args()
+            self.checked = claimed
+            return claimed
         try:
             stored = json.loads(decode(reply))
-            if stored.get("format") != MANIFEST_FORMAT:
+            if not isinstance(stored, dict) or stored.get("format") != MANIFEST_FORMAT:
                 raise ValueError
-        except ValueError:
+        except (ValueError, UnicodeDecodeError):
             raise KeyTypeError(
                 self.key, "string", "not a sharded filter's parameters: use another key"
             ) from None
@@ -561,15 +600,22 @@ class Core:
                 "filter (changing the shard count needs a new filter, see the package README)"
             )
         capacity = stored.get("capacity")
-        if isinstance(capacity, int) and capacity >= 1 and capacity != self.options.capacity:
-            self.creation = FilterOptions(
-                shard_capacity(capacity, int(self.shards or 1)),
-                self.options.error_rate,
-                self.options.window,
-            )
-            self._insert_args = self.creation.insert_args()
+        if not isinstance(capacity, int) or isinstance(capacity, bool) or capacity < 1:
+            capacity = self.options.capacity
+        self.creation = self.own_creation(capacity)
+        self._insert_args = self.creation.insert_args()
         self.checked = True
         return False
+
+    def own_creation(self, capacity: int | None = None) -> FilterOptions:
+        """How this filter's keys are created: as asked, or each shard for its share of
+        ``capacity`` (the stored one)."""
+        if self.shards is None:
+            return self.options
+        total = self.options.capacity if capacity is None else capacity
+        return FilterOptions(
+            shard_capacity(total, self.shards), self.options.error_rate, self.options.window
+        )
 
     # -- count and info -----------------------------------------------------------------------
 
@@ -593,19 +639,30 @@ class Core:
             raise explained(self.client, reply)
         return reply
 
-    def wait_targets(self, keys: Sequence[str]) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
-        """The ``WAIT`` commands (with their pipeline options) for writes to ``keys``: one on the
-        connection of each node written (a cluster pipeline keeps one connection per node), or one
-        for a client of one server."""
-        if not keys:
-            return []
-        if not is_cluster(self.client):
-            return [(self.wait(), {})]
-        nodes = {}
-        for key in keys:
-            node = self.client.get_node_from_key(key)
-            nodes[node.name] = node
-        return [(self.wait(), {"target_nodes": node}) for node in nodes.values()]
+    def wait_groups(self, request: Batch) -> list[tuple[Any, list[int]]]:
+        """A ``Batch`` with ``waits`` on a cluster, by node: each node and the positions of its
+        commands (each command's key is its second argument), to be sent on one connection of the
+        node with a ``WAIT`` after them (a cluster pipeline may resend a command on another
+        connection, or a ``WAIT`` to another node, where it would confirm nothing)."""
+        groups: dict[str, tuple[Any, list[int]]] = {}
+        for position, command in enumerate(request.commands):
+            node = self.client.get_node_from_key(command[1])
+            groups.setdefault(node.name, (node, []))[1].append(position)
+        return list(groups.values())
+
+    @staticmethod
+    def raise_transport(replies: Sequence[Any]) -> None:
+        """Raises the first reply that is a failure to talk to a node (a pipeline hands back
+        ``ConnectionError``, ``TimeoutError``... as replies): only error replies are answers."""
+        for reply in replies:
+            if isinstance(reply, Exception) and not isinstance(reply, ResponseError):
+                raise reply
+
+    def verify(self) -> Operation[None]:
+        """Before reading or deleting a sharded filter not yet checked: its parameters, if
+        stored, must be this filter's (a ``GET``; nothing is written)."""
+        if not self.checked:
+            self.check_manifest((yield Call(("GET", self.key))), claimed=False)
 
     def check(self) -> Operation[bool]:
         """A sharded filter's parameters, checked against (or written at) its key, once: True if
@@ -647,18 +704,23 @@ class Core:
         return as_bool(self.answer((yield Call(("BF.EXISTS", self.key_of(item), item)))))
 
     def count(self) -> Operation[int]:
+        yield from self.verify()
         replies = yield Batch([("BF.CARD", key) for key in self.keys])
         return sum(int(self.answer(reply)) for reply in replies)
 
     def info(self) -> Operation[dict[str, Any]]:
+        yield from self.verify()
         replies = yield Batch([("BF.INFO", key) for key in self.keys])
         infos = [self.answer(reply) for reply in replies]
         return info_dict(infos[0]) if self.shards is None else self.merge_info(infos)
 
     def delete(self) -> Operation[int]:
+        yield from self.verify()
         keys = self.keys if self.shards is None else (*self.keys, self.key)
         replies = yield Batch([("DEL", key) for key in keys])
         self.checked = self.shards is None
+        self.creation = self.own_creation()
+        self._insert_args = self.creation.insert_args()
         return sum(int(self.answer(reply)) for reply in replies)
 
     def batched(self, items: Iterable[Item], write: bool) -> Operation[list[bool]]:

@@ -16,13 +16,15 @@ become answers); only the sending differs. ``item in bf`` cannot be awaited: use
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from redis.exceptions import ResponseError
+from redis.asyncio.cluster import PipelineCommand
+from redis.exceptions import RedisError, ResponseError
 
-from ._core import Batch, Call, Core, FilterOptions, Item, Operation
+from ._core import Batch, Call, Core, FilterOptions, Item, Operation, is_cluster
 
 __all__ = ["BloomFilter"]
 
@@ -90,12 +92,54 @@ class BloomFilter:
                 return await self.client.execute_command(*request.args, **request.options)
             except ResponseError as error:
                 return error
+        if request.waits and is_cluster(self.client):
+            return await self._send_waited(request)
         pipe = self.client.pipeline(transaction=False)
         for command in request.commands:
             pipe.execute_command(*command)
-        for command, options in self._core.wait_targets(request.waits):
-            pipe.execute_command(*command, **options)
-        return await pipe.execute(raise_on_error=False)
+        if request.waits:
+            pipe.execute_command(*self._core.wait())
+        replies = await pipe.execute(raise_on_error=False)
+        Core.raise_transport(replies)
+        return replies
+
+    async def _send_waited(self, request: Batch) -> list[Any]:
+        """As ``redis_bf.BloomFilter._send_waited``: each node's writes and a ``WAIT`` on one
+        connection of the node, nodes at once."""
+        await self.client.initialize()  # the slots, for get_node_from_key (once)
+        groups = self._core.wait_groups(request)
+        stacks = [
+            [PipelineCommand(i, *request.commands[i]) for i in positions]
+            + [PipelineCommand(len(positions), *self._core.wait())]
+            for _, positions in groups
+        ]
+        try:
+            await asyncio.gather(
+                *(
+                    node.execute_pipeline(stack)
+                    for (node, _), stack in zip(groups, stacks, strict=True)
+                )
+            )
+            Core.raise_transport([command.result for stack in stacks for command in stack])
+        except RedisError:
+            await self._refresh(request.commands[0][1])
+            raise
+        replies: list[Any] = [None] * len(request.commands)
+        waits = []
+        for (_, positions), stack in zip(groups, stacks, strict=True):
+            if any(isinstance(command.result, ResponseError) for command in stack):
+                await self._refresh(request.commands[positions[0]][1])
+            for position, command in zip(positions, stack, strict=False):
+                replies[position] = command.result
+            waits.append(stack[-1].result)
+        return replies + waits
+
+    async def _refresh(self, key: str) -> None:
+        """As ``redis_bf.BloomFilter._refresh``."""
+        try:
+            await self.client.execute_command("EXISTS", key)
+        except RedisError:
+            pass
 
     async def create(self) -> bool:
         """Reserves the filter (every shard) if missing: True if this call created it."""

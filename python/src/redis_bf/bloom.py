@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from redis.exceptions import ResponseError
+from redis.exceptions import RedisError, ResponseError
 
 from ._core import (
     FILTER_TYPE,
@@ -49,6 +49,7 @@ from ._core import (
     decode,
     explained,
     info_dict,
+    is_cluster,
     is_module_missing,
     server_address,
     server_url,
@@ -178,12 +179,47 @@ class BloomFilter:
                 return self.client.execute_command(*request.args, **request.options)
             except ResponseError as error:
                 return error
+        if request.waits and is_cluster(self.client):
+            return self._send_waited(request)
         pipe = self.client.pipeline(transaction=False)
         for command in request.commands:
             pipe.execute_command(*command)
-        for command, options in self._core.wait_targets(request.waits):
-            pipe.execute_command(*command, **options)
-        return pipe.execute(raise_on_error=False)
+        if request.waits:
+            pipe.execute_command(*self._core.wait())
+        replies = pipe.execute(raise_on_error=False)
+        Core.raise_transport(replies)
+        return replies
+
+    def _send_waited(self, request: Batch) -> list[Any]:
+        """Writes that must reach replicas, on a cluster: each node's on one connection of its
+        own, then ``WAIT`` there (see ``Core.wait_groups``); the replies, the ``WAIT``s' last."""
+        replies: list[Any] = [None] * len(request.commands)
+        waits = []
+        for node, positions in self._core.wait_groups(request):
+            pipe = self.client.get_redis_connection(node).pipeline(transaction=False)
+            for position in positions:
+                pipe.execute_command(*request.commands[position])
+            pipe.execute_command(*self._core.wait())
+            try:
+                out = pipe.execute(raise_on_error=False)
+                Core.raise_transport(out)
+            except RedisError:
+                self._refresh(request.commands[positions[0]][1])
+                raise
+            if any(isinstance(reply, ResponseError) for reply in out):
+                self._refresh(request.commands[positions[0]][1])
+            for position, reply in zip(positions, out, strict=False):
+                replies[position] = reply
+            waits.append(out[-1])
+        return replies + waits
+
+    def _refresh(self, key: str) -> None:
+        """Lets the cluster client find where ``key`` lives now (after a failover or a move): a
+        command through it, which follows redirections and reloads the slots on failures."""
+        try:
+            self.client.execute_command("EXISTS", key)
+        except RedisError:
+            pass
 
     def create(self) -> bool:
         """Reserves the filter if the key is missing: True if this call created it.
