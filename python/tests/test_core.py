@@ -1,0 +1,110 @@
+"""redis_bf._core without a server: how a batch becomes round trips and commands, and how replies
+(answers, error elements, top-level errors, short replies) become answers in the caller's order.
+The classes that send them are tested against real servers (test_bloom, test_sharded,
+test_cluster)."""
+
+from __future__ import annotations
+
+import pytest
+from redis.exceptions import ResponseError
+
+from redis_bf import BloomFilterError, FilterOptions, NotReplicatedError
+from redis_bf._core import Batch, Call, Core
+
+
+def core(shards: int | None = None, batch_size: int = 2, pipeline_size: int = 2) -> Core:
+    return Core(
+        None,
+        "k",
+        FilterOptions(100, 0.01),
+        shards=shards,
+        batch_size=batch_size,
+        pipeline_size=pipeline_size,
+        wait_for_replicas=1,
+        wait_timeout=0.5,
+    )
+
+
+def test_one_key_rounds_are_batches_in_order() -> None:
+    rounds = list(core().rounds(["a", "b", "c", "d", "e"], write=False))
+    assert [(r.start, r.size) for r in rounds] == [(0, 4), (4, 1)]
+    assert [c.args for c in rounds[0].commands] == [
+        ("BF.MEXISTS", "k", "a", "b"),
+        ("BF.MEXISTS", "k", "c", "d"),
+    ]
+    assert [list(c.positions) for c in rounds[0].commands] == [[0, 1], [2, 3]]
+    write = next(core().rounds(["a"], write=True))
+    assert write.commands[0].args == (
+        "BF.INSERT",
+        "k",
+        "CAPACITY",
+        100,
+        "ERROR",
+        0.01,
+        "ITEMS",
+        "a",
+    )
+
+
+def test_sharded_answers_come_back_in_the_callers_order() -> None:
+    sharded = core(shards=3, batch_size=100)
+    items = [f"i{n}" for n in range(30)]
+    (round_trip,) = sharded.rounds(items, write=False)
+    assert {c.key for c in round_trip.commands} == set(sharded.keys)
+    # Each command answers 1 for items at even positions, 0 for odd ones.
+    replies = [[int(p % 2 == 0) for p in c.positions] for c in round_trip.commands]
+    assert sharded.collect(round_trip, replies) == [n % 2 == 0 for n in range(30)]
+
+
+def test_the_first_failing_item_in_the_callers_order_is_raised() -> None:
+    sharded = core(shards=3, batch_size=100)
+    items = [f"i{n}" for n in range(30)]
+    (round_trip,) = sharded.rounds(items, write=True)
+    first, second = round_trip.commands[0], round_trip.commands[1]
+    replies: list[object] = [[1] * len(c.positions) for c in round_trip.commands]
+    # An error element at the third item of one command, a top-level error on another.
+    replies[0] = [1, 1, ResponseError("non scaling filter is full")]
+    replies[1] = ResponseError("WRONGTYPE Operation against a key holding the wrong kind of value")
+    index = min(first.positions[2], second.positions[0])
+    with pytest.raises(BloomFilterError) as raised:
+        sharded.collect(round_trip, replies)
+    assert raised.value.index == index
+    assert raised.value.results == [True] * index
+
+
+def test_short_or_strange_replies_are_errors_not_answers() -> None:
+    one = core(batch_size=3)
+    (round_trip,) = one.rounds(["a", "b", "c"], write=False)
+    with pytest.raises(BloomFilterError, match="2 answers to 3 items") as raised:
+        one.collect(round_trip, [[1, 0]])
+    assert (raised.value.index, raised.value.results) == (2, [True, False])
+    with pytest.raises(BloomFilterError, match="0 replies to 1 commands"):
+        one.collect(round_trip, [])
+    with pytest.raises(BloomFilterError, match="unexpected reply 7") as raised:
+        one.collect(round_trip, [[1, 7, 1]])
+    assert (raised.value.index, raised.value.results) == (1, [True])
+
+
+def test_waits_below_the_replicas_asked_raise() -> None:
+    one = core()
+    one.check_waits([1, 2], [True])
+    for waits in ([0], [1, 0], [ResponseError("NOREPLICAS")], [None]):
+        with pytest.raises(NotReplicatedError) as raised:
+            one.check_waits(waits, [True, False])
+        assert (raised.value.results, raised.value.index) == ([True, False], 2)
+
+
+def test_an_operation_asks_the_parameters_once() -> None:
+    sharded = core(shards=2)
+    operation = sharded.contains("x")
+    request = next(operation)
+    assert isinstance(request, Call) and request.args[:2] == ("SET", "k")
+    assert request.options == {"get": True}
+    request = operation.send(None)  # it set them: the filter is new
+    assert isinstance(request, Call) and request.args == ("BF.EXISTS", sharded.key_of("x"), "x")
+    with pytest.raises(StopIteration) as done:
+        operation.send(1)
+    assert done.value.value is True
+    count = sharded.count()
+    request = next(count)  # checked already: straight to the shards
+    assert isinstance(request, Batch) and request.commands == [("BF.CARD", k) for k in sharded.keys]
