@@ -27,10 +27,14 @@ from website import Site  # noqa: E402
 PAGES = 240
 
 
+def directory_name(request: pytest.FixtureRequest) -> str:
+    """The test's name as a directory name, for its servers."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", request.node.name)[:60]
+
+
 @pytest.fixture
 def server(request: pytest.FixtureRequest) -> Iterator[RedisServer]:
-    name = re.sub(r"[^A-Za-z0-9_-]+", "-", request.node.name)[:60]
-    instance = RedisServer(name).start()
+    instance = RedisServer(directory_name(request)).start()
     try:
         yield instance
     finally:
@@ -40,8 +44,7 @@ def server(request: pytest.FixtureRequest) -> Iterator[RedisServer]:
 @pytest.fixture
 def cluster(request: pytest.FixtureRequest) -> Iterator[RedisCluster]:
     """Six nodes, their layout as redis-cli chose it; stopped (every node killed) in teardown."""
-    name = re.sub(r"[^A-Za-z0-9_-]+", "-", request.node.name)[:60]
-    instance = RedisCluster(name).start()
+    instance = RedisCluster(directory_name(request)).start()
     try:
         yield instance
     finally:

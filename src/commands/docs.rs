@@ -22,17 +22,20 @@ pub const RESERVE: Docs = Docs {
         Arg::integer(c"expansion").token(c"EXPANSION").optional(),
         Arg::pure_token(c"nonscaling", c"NONSCALING").optional(),
         Arg::integer(c"seconds").token(c"WINDOW").optional(),
-        Arg::one_of(
-            c"layout",
-            &[
-                Arg::pure_token(c"classic", c"CLASSIC"),
-                Arg::pure_token(c"blocked", c"BLOCKED"),
-            ],
-        )
-        .token(c"LAYOUT")
-        .optional(),
+        LAYOUT,
     ],
 };
+
+/// `[LAYOUT CLASSIC|BLOCKED]`, of BF.RESERVE and BF.INSERT.
+const LAYOUT: Arg = Arg::one_of(
+    c"layout",
+    &[
+        Arg::pure_token(c"classic", c"CLASSIC"),
+        Arg::pure_token(c"blocked", c"BLOCKED"),
+    ],
+)
+.token(c"LAYOUT")
+.optional();
 
 /// BF.ADD key item
 pub const ADD: Docs = Docs {
@@ -63,15 +66,7 @@ pub const INSERT: Docs = Docs {
         Arg::pure_token(c"nocreate", c"NOCREATE").optional(),
         Arg::pure_token(c"nonscaling", c"NONSCALING").optional(),
         Arg::integer(c"seconds").token(c"WINDOW").optional(),
-        Arg::one_of(
-            c"layout",
-            &[
-                Arg::pure_token(c"classic", c"CLASSIC"),
-                Arg::pure_token(c"blocked", c"BLOCKED"),
-            ],
-        )
-        .token(c"LAYOUT")
-        .optional(),
+        LAYOUT,
         Arg::pure_token(c"items", c"ITEMS"),
         Arg::string(c"item").multiple(),
     ],

@@ -334,12 +334,12 @@ class Call:
 
 @dataclass(frozen=True)
 class Batch:
-    """A request to the client: commands in one pipeline (one per node on a cluster), then a
-    ``WAIT`` on the connection that wrote each of ``waits`` (keys). It answers the replies, errors
-    included, the ``WAIT``s' last."""
+    """A request to the client: commands in one pipeline (one per node on a cluster), and with
+    ``wait``, a ``WAIT`` on the connection that wrote them (on each node written: see
+    ``Core.wait_groups``). It answers the replies, errors included, the ``WAIT``s' last."""
 
     commands: Sequence[tuple[Any, ...]]
-    waits: Sequence[str] = ()
+    wait: bool = False
 
 
 T = TypeVar("T")
@@ -371,7 +371,6 @@ class Command:
 
     args: tuple[Any, ...]
     positions: Sequence[int]
-    key: str
 
 
 @dataclass
@@ -480,11 +479,7 @@ class Core:
                 for first in range(0, len(positions), self.batch_size):
                     part = positions[first : first + self.batch_size]
                     round_trip.commands.append(
-                        Command(
-                            build(key, [chunk[p] for p in part]),
-                            [start + p for p in part],
-                            key,
-                        )
+                        Command(build(key, [chunk[p] for p in part]), [start + p for p in part])
                     )
             yield round_trip
             start += len(chunk)
@@ -640,7 +635,7 @@ class Core:
         return reply
 
     def wait_groups(self, request: Batch) -> list[tuple[Any, list[int]]]:
-        """A ``Batch`` with ``waits`` on a cluster, by node: each node and the positions of its
+        """A ``Batch`` with ``wait`` on a cluster, by node: each node and the positions of its
         commands (each command's key is its second argument), to be sent on one connection of the
         node with a ``WAIT`` after them (a cluster pipeline may resend a command on another
         connection, or a ``WAIT`` to another node, where it would confirm nothing)."""
@@ -728,8 +723,8 @@ class Core:
         answers: list[bool] = []
         for round_trip in self.rounds(items, write):
             commands = round_trip.commands
-            waits = [c.key for c in commands] if write and self.wait_for_replicas else []
-            replies = yield Batch([command.args for command in commands], waits)
+            wait = write and self.wait_for_replicas > 0
+            replies = yield Batch([command.args for command in commands], wait)
             try:
                 answers.extend(self.collect(round_trip, replies))
             except BloomFilterError as error:
@@ -737,3 +732,52 @@ class Core:
                 raise
             self.check_waits(replies[len(commands) :], answers)
         return answers
+
+
+class BloomFilterBase:
+    """What ``redis_bf.BloomFilter`` and ``redis_bf.asyncio.BloomFilter`` share: the parameters
+    (see ``redis_bf.BloomFilter``) and the ``Core`` whose operations each runs its own way."""
+
+    def __init__(
+        self,
+        client: Any,
+        key: str,
+        capacity: int,
+        error_rate: float,
+        *,
+        window: int | timedelta | None = None,
+        shards: int | None = None,
+        batch_size: int = 1000,
+        pipeline_size: int = 16,
+        wait_for_replicas: int = 0,
+        wait_timeout: float = 1.0,
+    ):
+        self.client = client
+        self.key = key
+        self.options = FilterOptions(capacity, error_rate, window)
+        self.batch_size = batch_size
+        self.pipeline_size = pipeline_size
+        self._core = Core(
+            client,
+            key,
+            self.options,
+            shards=shards,
+            batch_size=batch_size,
+            pipeline_size=pipeline_size,
+            wait_for_replicas=wait_for_replicas,
+            wait_timeout=wait_timeout,
+        )
+
+    @property
+    def shards(self) -> int | None:
+        return self._core.shards
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The keys holding the items: ``(key,)``, or the shards' keys."""
+        return self._core.keys
+
+    def __repr__(self) -> str:
+        return f"{self.repr_name}({self._core.describe()})"
+
+    repr_name = "BloomFilter"

@@ -18,64 +18,23 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from datetime import timedelta
 from typing import Any, TypeVar
 
 from redis.asyncio.cluster import PipelineCommand
 from redis.exceptions import RedisError, ResponseError
 
-from ._core import Batch, Call, Core, FilterOptions, Item, Operation, is_cluster
+from ._core import Batch, BloomFilterBase, Call, Core, Item, Operation, is_cluster
 
 __all__ = ["BloomFilter"]
 
 T = TypeVar("T")
 
 
-class BloomFilter:
+class BloomFilter(BloomFilterBase):
     """A redis-bf Bloom filter at ``key`` (or over ``shards`` keys), for asyncio: see
     ``redis_bf.BloomFilter`` for the parameters and the answers."""
 
-    def __init__(
-        self,
-        client: Any,
-        key: str,
-        capacity: int,
-        error_rate: float,
-        *,
-        window: int | timedelta | None = None,
-        shards: int | None = None,
-        batch_size: int = 1000,
-        pipeline_size: int = 16,
-        wait_for_replicas: int = 0,
-        wait_timeout: float = 1.0,
-    ):
-        self.client = client
-        self.key = key
-        self.options = FilterOptions(capacity, error_rate, window)
-        self.batch_size = batch_size
-        self.pipeline_size = pipeline_size
-        self._core = Core(
-            client,
-            key,
-            self.options,
-            shards=shards,
-            batch_size=batch_size,
-            pipeline_size=pipeline_size,
-            wait_for_replicas=wait_for_replicas,
-            wait_timeout=wait_timeout,
-        )
-
-    @property
-    def shards(self) -> int | None:
-        return self._core.shards
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        """The keys holding the items: ``(key,)``, or the shards' keys."""
-        return self._core.keys
-
-    def __repr__(self) -> str:
-        return f"redis_bf.asyncio.BloomFilter({self._core.describe()})"
+    repr_name = "redis_bf.asyncio.BloomFilter"
 
     async def _run(self, operation: Operation[T]) -> T:
         """Runs an operation of the core: sends each request it makes, hands back the answer."""
@@ -92,12 +51,12 @@ class BloomFilter:
                 return await self.client.execute_command(*request.args, **request.options)
             except ResponseError as error:
                 return error
-        if request.waits and is_cluster(self.client):
+        if request.wait and is_cluster(self.client):
             return await self._send_waited(request)
         pipe = self.client.pipeline(transaction=False)
         for command in request.commands:
             pipe.execute_command(*command)
-        if request.waits:
+        if request.wait:
             pipe.execute_command(*self._core.wait())
         replies = await pipe.execute(raise_on_error=False)
         Core.raise_transport(replies)

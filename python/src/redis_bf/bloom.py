@@ -23,7 +23,6 @@ how to get one with the module.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import timedelta
 from typing import Any, TypeVar
 
 from redis.exceptions import RedisError, ResponseError
@@ -32,6 +31,7 @@ from ._core import (
     FILTER_TYPE,
     MAX_WINDOW,
     Batch,
+    BloomFilterBase,
     BloomFilterError,
     Call,
     Core,
@@ -92,7 +92,7 @@ def require_module(client: Any, key: str) -> None:
             raise ModuleMissingError(client, str(error)) from None
 
 
-class BloomFilter:
+class BloomFilter(BloomFilterBase):
     """A redis-bf Bloom filter at ``key``, created by the first write with ``capacity`` and
     ``error_rate`` (and ``window``, in seconds or a ``timedelta``: remember each item for that
     long, not forever).
@@ -122,48 +122,6 @@ class BloomFilter:
     ``wait_timeout`` seconds) until n replicas have it; fewer raise ``NotReplicatedError``.
     """
 
-    def __init__(
-        self,
-        client: Any,
-        key: str,
-        capacity: int,
-        error_rate: float,
-        *,
-        window: int | timedelta | None = None,
-        shards: int | None = None,
-        batch_size: int = 1000,
-        pipeline_size: int = 16,
-        wait_for_replicas: int = 0,
-        wait_timeout: float = 1.0,
-    ):
-        self.client = client
-        self.key = key
-        self.options = FilterOptions(capacity, error_rate, window)
-        self.batch_size = batch_size
-        self.pipeline_size = pipeline_size
-        self._core = Core(
-            client,
-            key,
-            self.options,
-            shards=shards,
-            batch_size=batch_size,
-            pipeline_size=pipeline_size,
-            wait_for_replicas=wait_for_replicas,
-            wait_timeout=wait_timeout,
-        )
-
-    @property
-    def shards(self) -> int | None:
-        return self._core.shards
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        """The keys holding the items: ``(key,)``, or the shards' keys."""
-        return self._core.keys
-
-    def __repr__(self) -> str:
-        return f"BloomFilter({self._core.describe()})"
-
     def _run(self, operation: Operation[T]) -> T:
         """Runs an operation of the core: sends each request it makes, hands back the answer."""
         try:
@@ -179,20 +137,21 @@ class BloomFilter:
                 return self.client.execute_command(*request.args, **request.options)
             except ResponseError as error:
                 return error
-        if request.waits and is_cluster(self.client):
+        if request.wait and is_cluster(self.client):
             return self._send_waited(request)
         pipe = self.client.pipeline(transaction=False)
         for command in request.commands:
             pipe.execute_command(*command)
-        if request.waits:
+        if request.wait:
             pipe.execute_command(*self._core.wait())
         replies = pipe.execute(raise_on_error=False)
         Core.raise_transport(replies)
         return replies
 
     def _send_waited(self, request: Batch) -> list[Any]:
-        """Writes that must reach replicas, on a cluster: each node's on one connection of its
-        own, then ``WAIT`` there (see ``Core.wait_groups``); the replies, the ``WAIT``s' last."""
+        """Writes that must reach replicas, on a cluster: each node's in turn, on one connection
+        of its own, then ``WAIT`` there (see ``Core.wait_groups``); the replies, the ``WAIT``s'
+        last."""
         replies: list[Any] = [None] * len(request.commands)
         waits = []
         for node, positions in self._core.wait_groups(request):
