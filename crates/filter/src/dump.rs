@@ -72,7 +72,7 @@ use crate::growth::{check_stored_link, RedisBloomOptions};
 use crate::reader::Reader;
 use crate::redisbloom::DumpHeader;
 use crate::sizing::Layout;
-use crate::sub_filter::{check_stored, stored_shape};
+use crate::sub_filter::stored_shape;
 use crate::window::{Generation, Outline, Part, Windowed, WindowedShape};
 use crate::{Chain, FilterError, Growth, Shape, SubFilter};
 use std::borrow::Cow;

@@ -42,6 +42,17 @@ impl SubFilter {
         Ok(SubFilter { shape, items, bits })
     }
 
+    /// A windowed filter's part rebuilt from stored parts: its loader has found the shape equal
+    /// to the one its generation gives it (`WindowedShape::part_shape`, lean for classic parts),
+    /// so only the item count ([`check_items`]) and the bit array's size are checked here.
+    pub fn from_part(shape: Shape, items: u64, bits: BitStore) -> Result<SubFilter, FilterError> {
+        check_items(&shape, items)?;
+        if bits.bits() != shape.bits {
+            return Err(FilterError::Corrupt("bit array of the wrong size"));
+        }
+        Ok(SubFilter { shape, items, bits })
+    }
+
     /// A sub-filter of an imported chain rebuilt from parts its caller has checked
     /// (`growth::check_link`); the bit array must be [`storage_bits`] long.
     pub(crate) fn imported(
@@ -209,8 +220,14 @@ pub fn stored_shape(read: &Shape, items: u64, layout: Layout) -> Result<Shape, F
             "bit count does not match the capacity",
         ));
     }
-    if items > read.capacity {
+    check_items(read, items)?;
+    Ok(expected)
+}
+
+/// Checks that a stored sub-filter holds no more items than its capacity.
+pub fn check_items(shape: &Shape, items: u64) -> Result<(), FilterError> {
+    if items > shape.capacity {
         return Err(FilterError::Corrupt("more items than capacity"));
     }
-    Ok(expected)
+    Ok(())
 }

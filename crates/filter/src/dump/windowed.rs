@@ -2,11 +2,12 @@
 //! still read): writing it, and parsing it with every check before anything is allocated.
 
 use super::{
-    check_stored, expansion_field, growth_field, native_entries, push_entries, Described, Header,
+    expansion_field, growth_field, native_entries, push_entries, Described, Header,
     BLOCKED_WINDOWED_FORMAT_VERSION, MAGIC, PART_LEN, WINDOWED_FORMAT_VERSION,
 };
 use crate::reader::Reader;
 use crate::sizing::Layout;
+use crate::sub_filter::check_items;
 use crate::window::{
     check_generations, Outline, Rule, Window, Windowed, WindowedShape, MAX_GENERATIONS,
 };
@@ -119,7 +120,7 @@ impl Header {
                         "a part not sized as its generation sizes it",
                     ));
                 }
-                check_stored(&expected, items)?;
+                check_items(&expected, items)?;
                 parts.push((expected, items, expiry));
             }
             generations.push(Outline {

@@ -123,11 +123,16 @@ impl WindowedShape {
             Rule::Budget(budget) => {
                 let size = self.part_capacity();
                 let whole = budget.div_ceil(size);
-                if index < whole {
+                let (capacity, error) = if index < whole {
                     let capacity = size.min(budget - index * size);
-                    return Shape::sized(capacity, self.part_error(capacity), self.layout);
+                    (capacity, self.part_error(capacity))
+                } else {
+                    self.grown(size, self.part_error(size), index - whole + 1)?
+                };
+                match self.layout {
+                    Layout::Classic => Shape::lean(capacity, error),
+                    Layout::Blocked => Shape::sized(capacity, error, Layout::Blocked),
                 }
-                self.grown(size, self.part_error(size), index - whole + 1)
             }
             Rule::Legacy => {
                 let capacity = u64::try_from((u128::from(self.capacity) * 5).div_ceil(16))
@@ -138,14 +143,15 @@ impl WindowedShape {
                     Growth::Scaling { .. } => generation_error / 2.0,
                     Growth::Fixed => generation_error,
                 };
-                self.grown(capacity, error, index)
+                let (capacity, error) = self.grown(capacity, error, index)?;
+                Shape::sized(capacity, error, self.layout)
             }
         }
     }
 
-    /// The shape `steps` growths after a part of `capacity` items at `error`: each one
-    /// `expansion` times the capacity at half the error, as a scaling chain grows.
-    fn grown(&self, capacity: u64, error: f64, steps: u64) -> Result<Shape, FilterError> {
+    /// The capacity and error rate `steps` growths after a part of `capacity` items at `error`:
+    /// each one `expansion` times the capacity at half the error, as a scaling chain grows.
+    fn grown(&self, capacity: u64, error: f64, steps: u64) -> Result<(u64, f64), FilterError> {
         let (mut capacity, mut error) = (capacity, error);
         if steps > 0 {
             let Growth::Scaling { expansion } = self.growth else {
@@ -163,6 +169,6 @@ impl WindowedShape {
                 error /= 2.0;
             }
         }
-        Shape::sized(capacity, error, self.layout)
+        Ok((capacity, error))
     }
 }
