@@ -319,7 +319,7 @@ fn a_windowed_filters_parts_take_fewer_probes_for_a_few_more_bits() {
         line.split(" until:").next().unwrap().to_string()
     };
     // A sixth of the capacity at a seventh of the rate: 7 probes and 14,080 bits, where the
-    // optimum takes 10 and 13,632 (3.3% fewer).
+    // optimum takes 10 probes and 13,696 bits (2.8% fewer).
     assert_eq!(
         part(&mut conn, "w"),
         "bytes:1760 bits:14080 hashes:7 hashwidth:64 capacity:1000 size:1 ratio:0.00142857"

@@ -145,6 +145,7 @@ fn restore_refuses_generations_no_real_filter_has() {
     // rule, budget, first, parts, and the part: capacity, error, hashes, bits, items, expiry.
     assert!(matches!(fields[0], Field::Unsigned(1)));
     assert!(matches!(fields[5], Field::Unsigned(1)));
+    assert!(matches!(fields[13], Field::Unsigned(7)));
     let forge = |change: &dyn Fn(&mut Vec<Field>)| {
         let mut forged = fields.clone();
         change(&mut forged);
@@ -155,7 +156,7 @@ fn restore_refuses_generations_no_real_filter_has() {
             *value += by;
         }
     };
-    let cases: [(&str, Vec<u8>, &str); 2] = [
+    let cases: [(&str, Vec<u8>, &str); 3] = [
         (
             "six generations",
             forge(&|f| f[5] = Field::Unsigned(6)),
@@ -168,6 +169,12 @@ fn restore_refuses_generations_no_real_filter_has() {
                 shift(&mut f[16], 120 * SLOT);
             }),
             "a generation starts more than a window after this server's clock",
+        ),
+        (
+            // Ten hashes where the part's lean sizing takes seven, as builds before it wrote.
+            "a part sized at the optimum",
+            forge(&|f| f[13] = Field::Unsigned(10)),
+            "a part not sized as its generation sizes it",
         ),
     ];
     for (what, forged, reason) in cases {

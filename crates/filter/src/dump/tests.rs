@@ -291,6 +291,23 @@ fn windowed_header_parameters_are_checked_field_by_field() {
 }
 
 #[test]
+fn a_windowed_part_sized_at_the_optimum_is_refused() {
+    // Parts are lean (fewer hashes): one stored with the optimal hash count, as builds before
+    // it wrote them, is refused (this small part has the same bit count either way).
+    let (filter, patched) = windowed_forgery();
+    let Filter::Windowed(inner) = &filter else {
+        unreachable!()
+    };
+    let lean = *inner.generations()[0].parts()[0].filter().shape();
+    let optimal = Shape::new(lean.capacity, lean.error).unwrap();
+    assert_eq!((lean.hash_count, optimal.hash_count), (7, 10));
+    assert_eq!(
+        patched(FIRST_PART + 16, &optimal.hash_count.to_le_bytes()),
+        corrupt("a part not sized as its generation sizes it")
+    );
+}
+
+#[test]
 fn windowed_header_generations_are_checked_field_by_field() {
     let (filter, patched) = windowed_forgery();
     let Filter::Windowed(inner) = &filter else {
