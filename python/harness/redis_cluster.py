@@ -30,7 +30,7 @@ import redis
 import redis.asyncio.cluster
 import redis.cluster
 
-from redis_server import SERVERS_DIR, RedisServer, _free_port
+from redis_server import SERVERS_DIR, RedisServer, _free_port, remove_unless_kept
 
 SLOTS = 16384
 MASTERS = 3
@@ -184,8 +184,7 @@ class RedisCluster:
         self._admin.clear()
         for node in self.nodes:
             node.stop()
-        if os.environ.get("REDIS_BF_KEEP_SERVERS") != "1":
-            shutil.rmtree(self.dir, ignore_errors=True)
+        remove_unless_kept(self.dir)
 
     def __enter__(self) -> RedisCluster:
         return self.start()

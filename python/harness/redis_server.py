@@ -56,6 +56,12 @@ def _free_port() -> int:
     raise RuntimeError("no free port between 20000 and 32000")
 
 
+def remove_unless_kept(directory: Path) -> None:
+    """Removes a server's (or a cluster's) directory, unless REDIS_BF_KEEP_SERVERS=1 keeps it."""
+    if os.environ.get("REDIS_BF_KEEP_SERVERS") != "1":
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 class RedisServer:
     """``with RedisServer("name") as server: server.client()``."""
 
@@ -143,8 +149,7 @@ class RedisServer:
     def stop(self) -> None:
         """Kills the server (by its process id) and removes its directory."""
         self._kill()
-        if os.environ.get("REDIS_BF_KEEP_SERVERS") != "1":
-            shutil.rmtree(self.dir, ignore_errors=True)
+        remove_unless_kept(self.dir)
 
     def __enter__(self) -> RedisServer:
         return self.start()

@@ -57,7 +57,7 @@ use crate::bits::{piece_lengths, BitStore};
 use crate::chain::{check_successor, Format};
 use crate::growth::{check_stored_link, RedisBloomOptions};
 use crate::sizing::Layout;
-use crate::sub_filter::{check_items, storage_bits, stored_shape};
+use crate::sub_filter::{storage_bits, stored_shape};
 use crate::window::{Generation, Part, Rule, Window, Windowed, WindowedShape, MAX_GENERATIONS};
 use crate::{Chain, Filter, FilterError, Growth, Shape, SubFilter};
 use std::num::NonZeroU64;
@@ -351,7 +351,6 @@ fn load_windowed(source: &mut impl FieldSource, layout: Layout) -> Result<Window
                     "a part not sized as its generation sizes it".into(),
                 ));
             }
-            check_items(&expected, link.items)?;
             let store = read_pieces(source, expected.bits)?;
             let filter = SubFilter::from_part(expected, link.items, store)?;
             parts.push(Part::new(filter, expiry));
