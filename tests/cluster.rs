@@ -43,6 +43,8 @@ struct Node {
     port: u16,
     primary: bool,
     failed: bool,
+    /// Flagged `fail?`: a peer has not answered within the node timeout.
+    suspected: bool,
     /// For a replica, the id of its primary.
     replica_of: Option<String>,
     /// Slot ranges, inclusive.
@@ -87,6 +89,7 @@ fn nodes(server: &Server) -> Vec<Node> {
                 port,
                 primary: flags.contains(&"master"),
                 failed: flags.contains(&"fail"),
+                suspected: flags.contains(&"fail?"),
                 replica_of: (fields[3] != "-").then(|| fields[3].to_string()),
                 slots,
             }
@@ -215,7 +218,7 @@ fn all_filters_answer(conn: &mut ClusterConnection, extra_item: Option<&str>) {
     }
 }
 
-/// One cluster at a time: nodes time out after 1 s (the harness's setting, made for failover), and
+/// One cluster at a time: nodes time out after 3 s (the harness's setting, made for failover), and
 /// two clusters side by side on a busy 2-core machine could trip that.
 static ONE_CLUSTER: Mutex<()> = Mutex::new(());
 
@@ -263,14 +266,12 @@ fn filled_cluster() -> Cluster {
     create.extend(["--cluster-replicas", "1", "--cluster-yes"].map(String::from));
     let output = redis_cli_cluster(&create);
     assert!(output.contains("[OK] All 16384 slots covered."), "{output}");
-    wait_for("every node to see a healthy cluster", 60, || {
-        servers.iter().all(|server| {
-            cluster_state(server) == "ok"
-                && nodes(server).len() == 6
-                && (server.info_field("replication", "role") == "master"
-                    || server.info_field("replication", "master_link_status") == "up")
-        })
-    });
+    // redis-cli returns before every node has taken its role: wait for what the tests assert.
+    wait_for(
+        "three primaries and three linked replicas, seen alike by all",
+        60,
+        || settled(&servers),
+    );
 
     let topology = nodes(&servers[0]);
     let primaries: Vec<Node> = topology.iter().filter(|n| n.primary).cloned().collect();
@@ -286,6 +287,49 @@ fn filled_cluster() -> Cluster {
         primaries,
         _one_at_a_time: one_at_a_time,
     }
+}
+
+/// True once the six nodes agree on three primaries owning every slot and three replicas, one
+/// of each, none failed or suspected, each replica's link to its primary up.
+fn settled(servers: &[Server]) -> bool {
+    let views: Vec<Vec<Node>> = servers.iter().map(nodes).collect();
+    let roles = |view: &[Node]| -> Vec<(String, Option<String>)> {
+        let mut roles: Vec<_> = view
+            .iter()
+            .map(|n| (n.id.clone(), n.replica_of.clone()))
+            .collect();
+        roles.sort();
+        roles
+    };
+    let first = &views[0];
+    let primaries: Vec<&Node> = first.iter().filter(|n| n.primary).collect();
+    let replicas: Vec<&Node> = first.iter().filter(|n| !n.primary).collect();
+    let shape_ok = first.len() == 6
+        && primaries.len() == 3
+        && primaries.iter().map(|n| n.slot_count()).sum::<usize>() == 16384
+        && replicas.len() == 3
+        && primaries.iter().all(|p| {
+            replicas
+                .iter()
+                .filter(|r| r.replica_of.as_deref() == Some(p.id.as_str()))
+                .count()
+                == 1
+        });
+    shape_ok
+        && views.iter().all(|view| {
+            roles(view) == roles(first) && view.iter().all(|n| !n.failed && !n.suspected)
+        })
+        && servers.iter().all(|server| {
+            cluster_state(server) == "ok"
+                && (server.info_field("replication", "role") == "master"
+                    || server.info_field("replication", "master_link_status") == "up")
+        })
+        && replicas.iter().all(|r| {
+            servers
+                .iter()
+                .find(|server| server.port == r.port)
+                .is_some_and(|server| server.info_field("replication", "role") == "slave")
+        })
 }
 
 /// Makes filter number `filter` with its ten items, one of four ways by its number.

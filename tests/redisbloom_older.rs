@@ -390,3 +390,74 @@ fn damaged_older_payloads_are_refused_never_loaded_half_way() {
         assert_eq!(conn.call(&["EXISTS", "bad"]), Frame::Int(0), "{what}");
     }
 }
+
+/// RedisBloom's encoding 4 fields of a chain of `count` one-item sub-filters (64-bit hashing,
+/// EXPANSION 1), each at `ratio` times the error rate of the one before, from 1%.
+fn forged_chain(count: usize, ratio: f64) -> Vec<Field> {
+    let mut fields = vec![
+        Field::Unsigned(0),
+        Field::Unsigned(count as u64),
+        Field::Unsigned(5),
+        Field::Unsigned(1),
+    ];
+    let mut error = 0.01;
+    for _ in 0..count {
+        let link = OldLink::new(1, error, false);
+        let bits = link.bits.max(1).next_multiple_of(64);
+        let data = vec![0; (bits / 8) as usize];
+        fields.extend(OldLink { bits, data, ..link }.fields(4, bits));
+        error *= ratio;
+    }
+    fields
+}
+
+/// A forged import can no longer hold more sub-filters than RedisBloom makes (it halves the error
+/// rate with each one, so its chains end near 1,070): every loader checks the links against one
+/// another, and a declared count over 1,100 is refused before a link is read.
+#[test]
+fn forged_chains_longer_than_redisbloom_makes_are_refused_by_every_loader() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let forty = envelope(&mut conn, 4).payload(&forged_chain(40, 0.5));
+    assert_eq!(restore(&mut conn, "ok", forty), Frame::ok());
+    let filters = bf_info_field(&mut conn, "ok", "Number of filters");
+    assert_eq!(filters, Frame::Int(40));
+    // The red team's shape: links that all keep the same rate (there, 2,000,000 of them).
+    let flat = envelope(&mut conn, 4).payload(&forged_chain(40, 1.0));
+    assert_eq!(
+        restore(&mut conn, "flat", flat),
+        Frame::error("ERR Bad data format")
+    );
+    let mut declared = forged_chain(2, 0.5);
+    declared[1] = Field::Unsigned(2_000_000);
+    let declared = envelope(&mut conn, 4).payload(&declared);
+    assert_eq!(
+        restore(&mut conn, "long", declared),
+        Frame::error("ERR Bad data format")
+    );
+    assert_eq!(conn.call(&["EXISTS", "flat", "long"]), Frame::Int(0));
+    log_says(
+        &server,
+        "more sub-filters than RedisBloom ever makes (1,100)",
+    );
+
+    // A RedisBloom SCANDUMP header (2.4's layout) of 1,101 links: refused by its count.
+    let mut header = Vec::new();
+    header.extend(0u64.to_le_bytes());
+    header.extend(1101u32.to_le_bytes());
+    header.extend(5u32.to_le_bytes());
+    header.extend(1u32.to_le_bytes());
+    header.resize(20 + 53 * 1101, 0);
+    assert_eq!(
+        common::loadchunk(&mut conn, "chunks", 1, &header),
+        Frame::error("ERR invalid chunk: more sub-filters than RedisBloom ever makes (1,100)")
+    );
+    assert_eq!(conn.call(&["EXISTS", "chunks"]), Frame::Int(0));
+}
+
+/// Asserts that the server's log holds `text` (why a RESTORE was refused: the reply only says
+/// "Bad data format").
+fn log_says(server: &Server, text: &str) {
+    let log = server.log();
+    assert!(log.contains(text), "the log does not say {text:?}:\n{log}");
+}

@@ -17,6 +17,8 @@ fn odd_configuration() -> Options {
         "7",
         "max-filter-bytes",
         "2048",
+        "layout",
+        "blocked",
     ])
 }
 

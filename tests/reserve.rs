@@ -131,7 +131,7 @@ fn a_filter_over_one_gib_is_refused_and_the_server_lives() {
     assert_eq!(
         conn.call(&["BF.RESERVE", "huge", "0.01", "10000000000000"]),
         Frame::error(
-            "ERR filter would use 13784704919160 bytes, over bf.max-filter-bytes (1073741824)"
+            "ERR filter would use 13784706453008 bytes, over bf.max-filter-bytes (1073741824)"
         )
     );
     assert_eq!(

@@ -118,6 +118,61 @@ fn the_size_ceiling_guards_every_path_that_allocates() {
     );
 }
 
+/// The bytes a refusal by `bf.max-filter-bytes` names.
+fn refused_bytes(reply: &Frame, limit: i64) -> i64 {
+    let text = match reply {
+        Frame::Error(text) => text.clone(),
+        other => panic!("not refused: {other:?}"),
+    };
+    let tail = format!(" bytes, over bf.max-filter-bytes ({limit})");
+    text.strip_prefix("ERR filter would use ")
+        .and_then(|rest| rest.split(&tail).next())
+        .and_then(|bytes| bytes.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"))
+}
+
+#[test]
+fn the_size_ceiling_holds_to_the_byte_for_chains_of_many_small_sub_filters() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    for (limit, creation) in [
+        (4096, "0.01 1 EXPANSION 1"),
+        (4096, "0.01 1 EXPANSION 1 LAYOUT BLOCKED"),
+        (100_000, "0.01 2 EXPANSION 1"),
+        (100_000, "0.001 3 EXPANSION 1 LAYOUT BLOCKED"),
+        (20_000, "0.01 5 WINDOW 3600"),
+    ] {
+        let set = ["CONFIG", "SET", "bf.max-filter-bytes", &limit.to_string()];
+        assert_eq!(conn.call(&set), Frame::ok());
+        let key = creation.replace(' ', "-");
+        let mut reserve = vec!["BF.RESERVE", &key];
+        reserve.extend(creation.split(' '));
+        assert_eq!(conn.call(&reserve), Frame::ok());
+        let mut index = 0;
+        let refused = loop {
+            let reply = conn.call(&["BF.ADD", &key, &format!("item:{index}")]);
+            if reply.is_error() {
+                break reply;
+            }
+            index += 1;
+        };
+        let size = common::bf_size(&mut conn, &key);
+        // Filled to within one sub-filter of the limit, never past it; the refusal names the
+        // size the filter would have had, more than it has.
+        assert!(size <= limit, "{creation}: Size {size} over {limit}");
+        let bytes = refused_bytes(&refused, limit);
+        assert!(
+            bytes > limit && bytes > size,
+            "{creation}: {bytes}, Size {size}"
+        );
+        let memory = conn.call(&["MEMORY", "USAGE", &key]).int();
+        assert!(
+            memory >= size && memory <= size + 128,
+            "{creation}: {memory}"
+        );
+    }
+}
+
 /// The error-rate floor: 2^-1020.
 const FLOOR: &str = "8.900295434028806e-308";
 /// The double just under it.

@@ -289,6 +289,14 @@ fn filters_move_with_their_slots_while_a_client_adds_to_them() {
         return; // The server has no MIGRATESLOTS: tested above.
     }
     let (source, target, replica) = cluster();
+    // The new owner and its replica make blocked filters by default; the moved classic ones stay
+    // classic there (their BF.INFO, compared below, would gain a Layout field).
+    for server in [&target, &replica] {
+        let set = server
+            .conn()
+            .call(&["CONFIG", "SET", "bf.layout", "blocked"]);
+        assert_eq!(set, Frame::ok());
+    }
     let mut admin = source.conn();
     let before = three_filters(&mut admin);
 

@@ -126,8 +126,10 @@ fn an_aof_replay_makes_the_same_parts_whenever_it_runs() {
     assert_eq!(states(&mut conn, &["r", "i"]), before);
     let text = server.aof_text();
     assert!(
-        text.contains("\r\nWINDOW\r\n$2\r\n10\r\n$2\r\nAT\r\n$13\r\n"),
-        "no BF.INSERT ... WINDOW 10 AT <ms> in the AOF"
+        text.contains(
+            "\r\nWINDOW\r\n$2\r\n10\r\n$6\r\nLAYOUT\r\n$7\r\nCLASSIC\r\n$2\r\nAT\r\n$13\r\n"
+        ),
+        "no BF.INSERT ... WINDOW 10 LAYOUT CLASSIC AT <ms> in the AOF"
     );
 }
 

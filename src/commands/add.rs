@@ -594,7 +594,9 @@ mod tests {
                 "EXPANSION",
                 "4",
                 "WINDOW",
-                "3600"
+                "3600",
+                "LAYOUT",
+                "CLASSIC"
             ]
         );
     }

@@ -30,8 +30,9 @@ pub fn growth_words(growth: Growth) -> Vec<String> {
 }
 
 /// The arguments that spell out how a filter is made, in a propagated command: `CAPACITY c ERROR
-/// e`, the growth, the window if any, and `LAYOUT BLOCKED` for a blocked filter (a classic one
-/// is propagated as before layouts, which every release reads).
+/// e`, the growth, the window if any, and the layout. Every parameter a server could fill in from
+/// its own configs is named, so a replica or an AOF replay builds the same filter whatever its
+/// `bf.*` defaults are.
 pub fn creation_words(
     capacity: u64,
     error: f64,
@@ -54,12 +55,14 @@ pub fn creation_words(
     words
 }
 
-/// `LAYOUT BLOCKED` for a blocked filter; nothing for a classic one.
+/// `LAYOUT CLASSIC` or `LAYOUT BLOCKED`: always spelled out, since the replaying server's
+/// `bf.layout` fills in a missing one.
 pub fn layout_words(layout: Layout) -> Vec<String> {
-    match layout {
-        Layout::Classic => Vec::new(),
-        Layout::Blocked => vec!["LAYOUT".into(), "BLOCKED".into()],
-    }
+    let name = match layout {
+        Layout::Classic => "CLASSIC",
+        Layout::Blocked => "BLOCKED",
+    };
+    vec!["LAYOUT".into(), name.into()]
 }
 
 /// The time a read asks a filter at: this server's clock for a windowed filter (whose expired

@@ -16,9 +16,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-/// The module under test: the release build (`make test` builds it first).
+/// The module under test: the release build (`make test` builds it first), or
+/// `$REDIS_BF_MODULE` (another build, to show that a test fails without a fix).
 pub fn module_path() -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libredis_bf.so");
+    let path = match std::env::var_os("REDIS_BF_MODULE") {
+        Some(path) => PathBuf::from(path),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libredis_bf.so"),
+    };
     assert!(
         path.exists(),
         "{} is missing: build it with `make build` (make test does)",
@@ -183,12 +187,21 @@ pub fn other_bloom_module() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
+            // Only this machine's platform: the whole graph names crates that no build here
+            // downloads (`crunchy`, under criterion, for other targets), which a fresh cargo home
+            // lacks. Not offline: the registry is reachable wherever the build was.
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
             let out = Command::new(cargo)
-                .args(["metadata", "--format-version", "1", "--offline"])
+                .args(["metadata", "--format-version", "1", "--filter-platform"])
+                .arg(host_triple())
                 .current_dir(env!("CARGO_MANIFEST_DIR"))
                 .output()
                 .expect("run cargo metadata");
+            assert!(
+                out.status.success(),
+                "cargo metadata failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             let metadata: serde_json::Value =
                 serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON");
             let manifest = metadata["packages"]
@@ -203,6 +216,21 @@ pub fn other_bloom_module() -> PathBuf {
             c_library("tests/fake/other_bloom.c", Some(&include))
         })
         .clone()
+}
+
+/// The platform this machine builds for (`rustc -vV`'s `host:` line).
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    let out = Command::new(rustc)
+        .arg("-vV")
+        .output()
+        .expect("run rustc -vV");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .trim()
+        .to_string()
 }
 
 static SERVERS: AtomicUsize = AtomicUsize::new(0);
@@ -273,7 +301,8 @@ impl Options {
             .env("BF_TEST_CLOCK_AHEAD_MS", &millis.to_string())
     }
 
-    /// A Redis Cluster node that notices a dead peer within a second.
+    /// A Redis Cluster node that notices a dead peer within three seconds (short, for the
+    /// failover tests; long enough that a loaded 2-core machine does not suspect a live one).
     pub fn cluster_node() -> Options {
         Options {
             cluster: true,
@@ -281,7 +310,7 @@ impl Options {
         }
         .config("cluster-enabled", "yes")
         .config("cluster-config-file", "nodes.conf")
-        .config("cluster-node-timeout", "1000")
+        .config("cluster-node-timeout", "3000")
     }
 }
 

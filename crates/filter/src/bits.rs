@@ -15,6 +15,7 @@
 //! Bit `i` of the array is bit `i % 8` (least significant first) of byte `i / 8` of the concatenated
 //! pieces: the same layout on every platform, and RedisBloom's.
 
+use crate::bytes::{charged, charged_array};
 use crate::FilterError;
 use std::borrow::Cow;
 
@@ -317,10 +318,20 @@ impl BitStore {
         }
     }
 
-    /// Heap bytes an array of `bits` bits owns, by the same count as `visit_allocations`.
+    /// What the allocator charges ([`crate::bytes`]) for the blocks an array of `bits` bits (a
+    /// multiple of 64) owns: its pieces and the array of them, as `visit_allocations` lists them.
+    /// Computed from the bit count, without walking the pieces.
     pub fn planned_bytes(bits: u64) -> u64 {
-        let pieces = piece_lengths(bits).count() as u64;
-        bits / 8 + pieces * std::mem::size_of::<Box<[u8]>>() as u64
+        let stride = stride_log2(bits);
+        let full = bits >> stride;
+        let tail = bits & ((1 << stride) - 1);
+        let digits = u64::from((tail >> MERGED_LOG2).count_ones());
+        let merged = (tail & ((1 << MERGED_LOG2) - 1)) / 8;
+        let pieces = full + digits + u64::from(merged > 0);
+        // Every piece but the merged one is a power of two, which the allocator serves exactly.
+        (bits / 8 - merged)
+            .saturating_add(charged(merged))
+            .saturating_add(charged_array::<Box<[u8]>>(pieces))
     }
 }
 
@@ -468,12 +479,14 @@ mod tests {
     }
 
     #[test]
-    fn planned_bytes_counts_what_visit_allocations_sees() {
-        for bits in [64u64, 960, 1 << 20, (1 << 27) + 64] {
+    fn planned_bytes_charges_what_visit_allocations_sees() {
+        let mut counts = vec![64u64, 960, 1 << 20, (1 << 27) + 64, (3 << 27) + 1088];
+        counts.extend((1..200).map(|words| words * 64 * 7));
+        for bits in counts {
             let store = BitStore::zeroed(bits).unwrap();
             let mut seen = 0u64;
-            store.visit_allocations(&mut |_, len| seen += len as u64);
-            assert_eq!(seen, BitStore::planned_bytes(bits));
+            store.visit_allocations(&mut |_, len| seen += charged(len as u64));
+            assert_eq!(seen, BitStore::planned_bytes(bits), "{bits} bits");
         }
     }
 }

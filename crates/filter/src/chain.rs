@@ -10,13 +10,14 @@
 //! and counts the item only if none holds it.
 
 use crate::bits::BitStore;
-use crate::growth::RedisBloomOptions;
+use crate::bytes::{charged_array, VALUE_BYTES};
+use crate::growth::{check_imported_successor, check_link_count, RedisBloomOptions};
 pub use crate::growth::{Growth, MAX_EXPANSION};
 use crate::hash::{Hashing, ItemHash, Mixed, Plain, Plain32, Probing};
+use crate::restoring::Restoring;
 use crate::sizing::{check_requested_error_rate, Layout, Shape};
 use crate::sub_filter::{storage_bits, SubFilter};
 use crate::FilterError;
-use std::num::NonZeroU64;
 
 /// Items the batch operations hash at a time, into a buffer on the stack.
 const GROUP: usize = 32;
@@ -81,9 +82,9 @@ pub struct Chain {
     /// Allocated to the exact count, so that the bytes a chain occupies depend on its sub-filters
     /// alone, not on how it came to be (grown one by one, or loaded all at once).
     filters: Box<[SubFilter]>,
-    /// While the chain is being rebuilt from dump chunks: one more than the dump offset where the
-    /// next data chunk must start (see `crate::dump`). `None` for a chain in use.
-    pub(crate) restoring: Option<NonZeroU64>,
+    /// While the chain is being rebuilt from dump chunks: where the restore stands (see
+    /// `crate::dump`). `None` for a chain in use.
+    pub(crate) restoring: Option<Box<Restoring>>,
 }
 
 impl Chain {
@@ -163,21 +164,23 @@ impl Chain {
     }
 
     /// A chain imported from RedisBloom, from sub-filters its caller checked one by one
-    /// (`growth::check_link`). RedisBloom's own releases grew chains by different rules over
-    /// the years, so the sub-filters are not checked against one another; a NONSCALING chain
-    /// still has exactly one.
+    /// (`growth::check_link`). RedisBloom's own releases sized new sub-filters by different rules
+    /// over the years, so only what every release did is checked between them: at most
+    /// [`crate::growth::MAX_IMPORTED_LINKS`], each at half the error rate of the one before or less
+    /// ([`check_imported_successor`]); a NONSCALING chain has exactly one.
     pub(crate) fn imported(
         options: RedisBloomOptions,
         growth: Growth,
         filters: Vec<SubFilter>,
     ) -> Result<Chain, FilterError> {
-        if filters.is_empty() {
-            return Err(FilterError::Corrupt("no sub-filters"));
-        }
+        check_link_count(filters.len() as u64)?;
         if growth == Growth::Fixed && filters.len() > 1 {
             return Err(FilterError::Corrupt(
                 "a non-scaling filter with several sub-filters",
             ));
+        }
+        for pair in filters.windows(2) {
+            check_imported_successor(pair[0].shape(), pair[1].shape())?;
         }
         check_total_capacity(&filters)?;
         Ok(Chain {
@@ -206,7 +209,7 @@ impl Chain {
             format: self.format,
             growth: self.growth,
             filters: filters.into_boxed_slice(),
-            restoring: self.restoring,
+            restoring: self.restoring.clone(),
         })
     }
 
@@ -457,18 +460,26 @@ impl Chain {
     /// chain and of each sub-filter. This is the figure `bf.max-filter-bytes` bounds; it depends
     /// on the shapes alone, so every server makes the same decision for the same filter.
     pub fn planned_bytes<'a>(shapes: impl IntoIterator<Item = &'a Shape>) -> u64 {
-        let chain = std::mem::size_of::<Chain>() as u64;
-        let per_filter = std::mem::size_of::<SubFilter>() as u64;
-        shapes.into_iter().fold(chain, |total, shape| {
-            total
-                .saturating_add(per_filter)
-                .saturating_add(BitStore::planned_bytes(storage_bits(shape.bits)))
-        })
+        let (count, bits) = shapes
+            .into_iter()
+            .fold((0u64, 0u64), |(count, total), shape| {
+                let bits = BitStore::planned_bytes(storage_bits(shape.bits));
+                (count + 1, total.saturating_add(bits))
+            });
+        VALUE_BYTES
+            .saturating_add(charged_array::<SubFilter>(count))
+            .saturating_add(bits)
     }
 
-    /// [`Chain::planned_bytes`] of this chain's sub-filters.
+    /// [`Chain::planned_bytes`] of this chain's sub-filters, and the state of a restore in
+    /// progress: what `Size` reports.
     pub fn planned_size(&self) -> u64 {
-        Chain::planned_bytes(self.filters.iter().map(SubFilter::shape))
+        let restoring = if self.restoring.is_some() {
+            Restoring::charged()
+        } else {
+            0
+        };
+        Chain::planned_bytes(self.filters.iter().map(SubFilter::shape)).saturating_add(restoring)
     }
 
     /// Calls `visit` with the address and length of every heap allocation the chain owns (not
@@ -480,6 +491,12 @@ impl Chain {
         );
         for filter in &self.filters {
             filter.bits().visit_allocations(visit);
+        }
+        if let Some(restoring) = &self.restoring {
+            visit(
+                std::ptr::from_ref::<Restoring>(restoring).cast(),
+                std::mem::size_of::<Restoring>(),
+            );
         }
     }
 }

@@ -68,15 +68,17 @@
 use crate::bits::MAX_PIECE_BYTES;
 use crate::chain::{check_successor, Format};
 use crate::filter::Filter;
-use crate::growth::{check_stored_link, RedisBloomOptions};
+use crate::growth::{
+    check_imported_successor, check_link_count, check_stored_link, RedisBloomOptions,
+};
 use crate::reader::Reader;
 use crate::redisbloom::DumpHeader;
+use crate::restoring::Restoring;
 use crate::sizing::Layout;
 use crate::sub_filter::stored_shape;
-use crate::window::{Generation, Outline, Part, Windowed, WindowedShape};
+use crate::window::{planned_windowed, Generation, Outline, Part, Windowed, WindowedShape};
 use crate::{Chain, FilterError, Growth, Shape, SubFilter};
 use std::borrow::Cow;
-use std::num::NonZeroU64;
 
 /// The first bytes of a header.
 pub const MAGIC: [u8; 8] = *b"redis-bf";
@@ -306,7 +308,8 @@ impl Header {
         let filters = match options {
             None => native_entries(&mut reader, count, growth, layout)?,
             Some(options) => {
-                let mut filters = Vec::with_capacity(count);
+                check_link_count(count as u64)?;
+                let mut filters: Vec<(Shape, u64)> = Vec::with_capacity(count);
                 for _ in 0..count {
                     let capacity = reader.u64()?;
                     let error = reader.f64()?;
@@ -321,6 +324,9 @@ impl Header {
                         bits,
                         items,
                     )?;
+                    if let Some((older, _)) = filters.last() {
+                        check_imported_successor(older, &shape)?;
+                    }
                     filters.push((shape, items));
                 }
                 if growth == Growth::Fixed && count > 1 {
@@ -337,29 +343,19 @@ impl Header {
             filters,
         }))
     }
-    /// Bytes the described filter will take (what `bf.max-filter-bytes` bounds).
+
+    /// Bytes the described filter will take once restored (what `bf.max-filter-bytes` bounds;
+    /// while its chunks arrive it also holds the state of the restore, [`Restoring::charged`]).
     pub fn planned_bytes(&self) -> u64 {
         match &self.0 {
             Described::Chain { filters, .. } => {
                 Chain::planned_bytes(filters.iter().map(|(shape, _)| shape))
             }
-            Described::Windowed { generations, .. } => {
-                let generation = std::mem::size_of::<Generation>() as u64;
-                let part = std::mem::size_of::<Part>() as u64;
+            Described::Windowed { generations, .. } => planned_windowed(
                 generations
                     .iter()
-                    .map(|g| {
-                        g.parts
-                            .iter()
-                            .map(|(shape, _, _)| {
-                                part.saturating_add(crate::bits::BitStore::planned_bytes(
-                                    crate::sub_filter::storage_bits(shape.bits),
-                                ))
-                            })
-                            .fold(generation, u64::saturating_add)
-                    })
-                    .fold(std::mem::size_of::<Windowed>() as u64, u64::saturating_add)
-            }
+                    .map(|g| g.parts.iter().map(|(shape, _, _)| shape)),
+            ),
         }
     }
 
@@ -408,7 +404,7 @@ impl Header {
         };
         // A filter with no bits (a windowed one without generations) has nothing to wait for.
         if filter.dump_len() > 0 {
-            filter.set_restoring(NonZeroU64::new(1));
+            filter.set_restoring(Some(0))?;
         }
         Ok(filter)
     }
@@ -451,17 +447,17 @@ impl Filter {
             .read_bytes(within, len)
     }
 
-    fn restoring_field(&self) -> Option<NonZeroU64> {
+    fn restoring_state(&self) -> Option<&Restoring> {
         match self {
-            Filter::Chain(chain) => chain.restoring,
-            Filter::Windowed(windowed) => windowed.restoring,
+            Filter::Chain(chain) => chain.restoring.as_deref(),
+            Filter::Windowed(windowed) => windowed.restoring.as_deref(),
         }
     }
 
-    pub(crate) fn set_restoring(&mut self, next: Option<NonZeroU64>) {
+    fn restoring_slot(&mut self) -> &mut Option<Box<Restoring>> {
         match self {
-            Filter::Chain(chain) => chain.restoring = next,
-            Filter::Windowed(windowed) => windowed.restoring = next,
+            Filter::Chain(chain) => &mut chain.restoring,
+            Filter::Windowed(windowed) => &mut windowed.restoring,
         }
     }
 
@@ -469,30 +465,59 @@ impl Filter {
     /// must start (how many bytes of [`Filter::dump_len`] have arrived). `None` for a filter in
     /// use.
     pub fn restoring(&self) -> Option<u64> {
-        self.restoring_field().map(|next| next.get() - 1)
+        self.restoring_state().map(|state| state.next)
+    }
+
+    /// Puts the filter in the restoring state with the next chunk due at dump offset `next`
+    /// (found by one walk over the sub-filters), or in use (`None`, or the dump's end).
+    pub(crate) fn set_restoring(&mut self, next: Option<u64>) -> Result<(), FilterError> {
+        let state = match next {
+            None => None,
+            Some(next) => {
+                let mut start = 0u64;
+                let mut found = None;
+                for (index, filter) in self.dumped_sub_filters().enumerate() {
+                    let len = filter.shape().bit_bytes();
+                    if next < start + len {
+                        found = Some(Box::new(Restoring { next, index, start }));
+                        break;
+                    }
+                    start += len;
+                }
+                Some(found.ok_or(FilterError::Corrupt("restoring state out of range"))?)
+            }
+        };
+        *self.restoring_slot() = state;
+        Ok(())
     }
 
     /// The data chunks that rebuild what this filter holds, as (dump offset, bytes), in order:
     /// every chunk for a filter in use, the ones that have arrived for one being restored. After
-    /// [`header`], they bring a new filter to exactly this state (the AOF rewrite).
+    /// [`header`], they bring a new filter to exactly this state (the AOF rewrite). One walk over
+    /// the sub-filters in all.
     pub fn loaded_chunks(&self) -> impl Iterator<Item = (u64, Cow<'_, [u8]>)> {
         let end = self.restoring().unwrap_or_else(|| self.dump_len());
-        let mut offset = 0;
-        std::iter::from_fn(move || {
+        let mut filters = self.dumped_sub_filters();
+        let mut current = filters.next();
+        let (mut start, mut within) = (0u64, 0u64);
+        std::iter::from_fn(move || loop {
+            let filter = current?;
+            let len = filter.shape().bit_bytes();
+            let offset = start + within;
             if offset >= end {
                 return None;
             }
-            let (index, within, len) = self.chunk_slot(offset)?;
+            if within >= len {
+                start += len;
+                within = 0;
+                current = filters.next();
+                continue;
+            }
             // A chain imported from RedisBloom may have been restored up to any byte of a slot.
-            let len = len.min((end - offset) as usize);
-            let bytes = self
-                .dumped_sub_filters()
-                .nth(index)?
-                .bits()
-                .read_bytes(within, len)?;
-            let at = offset;
-            offset += len as u64;
-            Some((at, bytes))
+            let take = (len - within).min(CHUNK_BYTES).min(end - offset);
+            let bytes = filter.bits().read_bytes(within, take as usize)?;
+            within += take;
+            return Some((offset, bytes));
         })
     }
 
@@ -500,22 +525,46 @@ impl Filter {
     /// restoring and `offset` must be where the next chunk starts; the chunk must fill exactly
     /// one chunk slot (for a filter imported from RedisBloom: lie within one sub-filter, as
     /// RedisBloom's own chunks do). Otherwise nothing is written. The last chunk ends the restore.
+    /// Its work is the chunk's length, whatever the number of sub-filters.
     pub fn load_chunk(&mut self, offset: u64, bytes: &[u8]) -> Result<(), FilterError> {
-        let expected = self.restoring().ok_or(FilterError::NotRestoring)?;
+        let state = self.restoring_state().ok_or(FilterError::NotRestoring)?;
+        let (expected, index, start) = (state.next, state.index, state.start);
         if offset != expected {
             return Err(FilterError::ChunkOutOfOrder { expected });
         }
         if bytes.is_empty() {
             return Err(FilterError::Corrupt("an empty chunk"));
         }
-        self.write_chunk(offset, bytes)?;
-        let end = offset + bytes.len() as u64;
-        let next = if end == self.dump_len() {
-            None
-        } else {
-            NonZeroU64::new(end + 1)
-        };
-        self.set_restoring(next);
+        let within = offset - start;
+        let imported =
+            matches!(self, Filter::Chain(chain) if matches!(chain.format(), Format::RedisBloom(_)));
+        let sub_filter = self.dumped_sub_filter_mut(index);
+        let len = sub_filter.shape().bit_bytes();
+        let room = len - within;
+        let chunk = bytes.len() as u64;
+        if imported {
+            if chunk > room {
+                return Err(FilterError::Corrupt(
+                    "chunk passes the end of its sub-filter",
+                ));
+            }
+        } else if chunk != room.min(CHUNK_BYTES) {
+            return Err(FilterError::Corrupt("chunk length does not match its slot"));
+        }
+        if !sub_filter.bits_mut().write_bytes(within, bytes) {
+            return Err(FilterError::Corrupt("chunk outside its sub-filter"));
+        }
+        let next = offset + chunk;
+        let done = next == start + len && !self.has_dumped_sub_filter(index + 1);
+        if done {
+            *self.restoring_slot() = None;
+        } else if let Some(state) = self.restoring_slot() {
+            state.next = next;
+            if next == start + len {
+                state.index = index + 1;
+                state.start = next;
+            }
+        }
         Ok(())
     }
 
@@ -536,46 +585,6 @@ impl Filter {
             return Err(FilterError::Corrupt("restoring state out of range"));
         }
         Ok(())
-    }
-
-    /// Writes a data chunk at dump offset `offset`, if it fits its place (see
-    /// [`Filter::load_chunk`]).
-    fn write_chunk(&mut self, offset: u64, bytes: &[u8]) -> Result<(), FilterError> {
-        if let Filter::Chain(chain) = self {
-            if let Format::RedisBloom(_) = chain.format() {
-                let mut start = 0u64;
-                for index in 0..chain.filters().len() {
-                    let len = chain.filters()[index].shape().bit_bytes();
-                    if offset < start + len {
-                        let within = offset - start;
-                        if bytes.len() as u64 > len - within {
-                            return Err(FilterError::Corrupt(
-                                "chunk passes the end of its sub-filter",
-                            ));
-                        }
-                        chain
-                            .filter_mut(index)
-                            .bits_mut()
-                            .write_bytes(within, bytes);
-                        return Ok(());
-                    }
-                    start += len;
-                }
-                return Err(FilterError::Corrupt("no sub-filter at this offset"));
-            }
-        }
-        match self.chunk_slot(offset) {
-            Some((index, within, len)) if len == bytes.len() => {
-                let sub_filter = self.dumped_sub_filter_mut(index);
-                if sub_filter.bits_mut().write_bytes(within, bytes) {
-                    Ok(())
-                } else {
-                    Err(FilterError::Corrupt("chunk outside its sub-filter"))
-                }
-            }
-            Some(_) => Err(FilterError::Corrupt("chunk length does not match its slot")),
-            None => Err(FilterError::Corrupt("no chunk starts at this offset")),
-        }
     }
 }
 

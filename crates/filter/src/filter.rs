@@ -19,6 +19,13 @@ pub enum Filter {
     Windowed(Box<Windowed>),
 }
 
+// The value's box is charged exactly its size (one allocator size class), as the byte-size model
+// counts it.
+const _: () = assert!(
+    std::mem::size_of::<Filter>() as u64 == crate::bytes::VALUE_BYTES,
+    "the byte-size model counts the value's box as VALUE_BYTES"
+);
+
 impl From<Chain> for Filter {
     fn from(chain: Chain) -> Filter {
         Filter::Chain(chain)
@@ -237,6 +244,23 @@ impl Filter {
                     .flat_map(|generation| generation.parts())
                     .map(|part| part.filter()),
             ),
+        }
+    }
+
+    /// True if [`Filter::dumped_sub_filters`] has one at `index` (without walking a chain).
+    pub(crate) fn has_dumped_sub_filter(&self, mut index: usize) -> bool {
+        match self {
+            Filter::Chain(chain) => index < chain.filters().len(),
+            Filter::Windowed(windowed) => {
+                for generation in windowed.generations() {
+                    let count = generation.parts().len();
+                    if index < count {
+                        return true;
+                    }
+                    index -= count;
+                }
+                false
+            }
         }
     }
 

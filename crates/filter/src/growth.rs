@@ -188,6 +188,38 @@ pub fn check_link(options: RedisBloomOptions, link: &Link) -> Result<Shape, Filt
     })
 }
 
+/// The most sub-filters an imported chain may have. RedisBloom at least halves the error rate with
+/// each sub-filter it adds, in every release, and stops when the rate reaches 0: from any rate
+/// below 1 that is at most 1,075 sub-filters (an EXPANSION 1 chain started at 1% ends at 1,067). A
+/// forged file with more would have every lookup and every add walk them all.
+pub const MAX_IMPORTED_LINKS: u64 = 1_100;
+
+/// Checks the number of sub-filters an imported chain declares, before any is read.
+pub fn check_link_count(count: u64) -> Result<(), FilterError> {
+    if count == 0 {
+        return Err(FilterError::Corrupt("no sub-filters"));
+    }
+    if count > MAX_IMPORTED_LINKS {
+        return Err(FilterError::Corrupt(
+            "more sub-filters than RedisBloom ever makes (1,100)",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a sub-filter of an imported chain against the one before it: RedisBloom made it at
+/// half that one's error rate or less (half since 2.2; before, `0.5^(n+1)` of it for the `n`th
+/// sub-filter; its capacity rules changed too). With [`check_link_count`], it bounds the chain as
+/// RedisBloom's own are bounded.
+pub fn check_imported_successor(older: &Shape, newer: &Shape) -> Result<(), FilterError> {
+    if newer.error > older.error * 0.5 {
+        return Err(FilterError::Corrupt(
+            "a sub-filter not at half the error rate of the one before it or less",
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a sub-filter of an imported chain as this module stores it (its bit count is the
 /// modulus itself: a power of two in a chain that rounds is taken as rounded).
 pub(crate) fn check_stored_link(

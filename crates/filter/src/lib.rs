@@ -3,7 +3,8 @@
 //!
 //! - [`sizing`]: bits and hash count for a capacity and an error rate, in either layout
 //!   ([`sizing::blocked`]: the blocked layout's own); [`hash`]: an item's hash and the probe
-//!   sequences it expands into; [`bits`]: the bit array, in allocator-exact pieces.
+//!   sequences it expands into; [`bits`]: the bit array, in allocator-exact pieces; [`bytes`]:
+//!   what the allocator charges for each block (the model every size figure and limit uses).
 //! - [`sub_filter`]: one fixed-size filter ([`SubFilter`]).
 //! - [`growth`]: how chains grow ([`Growth`]), RedisBloom's rules for its chains included.
 //! - [`chain`]: the scaling chain ([`Chain`]) and its [`Format`].
@@ -23,6 +24,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod bits;
+pub mod bytes;
 pub mod chain;
 pub mod doc_tables;
 pub mod dump;
@@ -32,6 +34,7 @@ pub mod growth;
 pub mod hash;
 mod reader;
 pub mod redisbloom;
+pub mod restoring;
 pub mod sizing;
 pub mod stored;
 pub mod sub_filter;

@@ -28,7 +28,10 @@
 
 use crate::bits::BitStore;
 use crate::chain::Chain;
-use crate::growth::{check_link, Growth, Link, RedisBloomOptions, MAX_BITS};
+use crate::growth::{
+    check_imported_successor, check_link, check_link_count, Growth, Link, RedisBloomOptions,
+    MAX_BITS,
+};
 use crate::reader::Reader;
 use crate::sizing::Shape;
 use crate::stored::{FieldSource, LoadError};
@@ -70,11 +73,9 @@ pub fn load_rdb(source: &mut impl FieldSource, encver: u32) -> Result<Chain, Loa
     };
     let options = RedisBloomOptions::new(flags)?;
     let growth = options.growth(growth)?;
-    if count == 0 {
-        return Err(LoadError::Corrupt("no sub-filters".into()));
-    }
+    check_link_count(count)?;
     // Grown as sub-filters arrive: the count alone justifies no allocation.
-    let mut filters = Vec::new();
+    let mut filters: Vec<SubFilter> = Vec::new();
     let mut total = 0u64;
     for _ in 0..count {
         let entries = source.unsigned().ok_or(LoadError::Truncated)?;
@@ -104,6 +105,9 @@ pub fn load_rdb(source: &mut impl FieldSource, encver: u32) -> Result<Chain, Loa
             items,
         };
         let shape = check_link(options, &link)?;
+        if let Some(older) = filters.last() {
+            check_imported_successor(older.shape(), &shape)?;
+        }
         total = total
             .checked_add(items)
             .ok_or_else(|| LoadError::Corrupt("item count overflows".into()))?;
@@ -143,10 +147,14 @@ impl DumpHeader {
                 "a non-scaling filter with several sub-filters",
             ));
         }
-        let mut links = Vec::with_capacity(count);
+        check_link_count(count as u64)?;
+        let mut links: Vec<(Shape, u64)> = Vec::with_capacity(count);
         let mut total = 0u64;
         for _ in 0..count {
             let (shape, items) = read_link(&mut reader, options, layout)?;
+            if let Some((older, _)) = links.last() {
+                check_imported_successor(older, &shape)?;
+            }
             total = total
                 .checked_add(items)
                 .ok_or(FilterError::Corrupt("item count overflows"))?;
@@ -247,7 +255,7 @@ fn read_link(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::growth::{check_stored_link, next_link};
+    use crate::growth::{check_stored_link, next_link, MAX_IMPORTED_LINKS};
     use crate::hash::Hashing;
     use crate::sizing::{bits_per_item, hash_count};
 
@@ -368,7 +376,80 @@ mod tests {
             let last = chain.filters()[links - 1].shape();
             assert_eq!(last.error, f64::from_bits(1));
             assert_eq!((last.hash_count, last.bits), (1075, 1600));
+            // The longest chains RedisBloom makes load back through every loader.
+            let filter = crate::Filter::Chain(chain);
+            let stored = crate::stored::to_bytes(&filter);
+            assert_eq!(crate::stored::from_bytes(&stored).as_ref(), Ok(&filter));
+            let dumped = crate::dump::Header::parse(&crate::dump::header(&filter)).unwrap();
+            assert_eq!(dumped.into_filter().unwrap().dump_len(), filter.dump_len());
         }
+    }
+
+    /// RedisBloom's RDB fields (encoding 4, 64-bit hashing, EXPANSION 1) of a chain of `count`
+    /// empty one-item sub-filters whose error rates fall by `ratio` from 1%.
+    fn chain_rdb(count: usize, ratio: f64) -> Vec<u8> {
+        use crate::stored::{ByteSink, FieldSink};
+        let mut sink = ByteSink::default();
+        sink.unsigned(0);
+        sink.unsigned(count as u64);
+        sink.unsigned(5);
+        sink.unsigned(1);
+        let mut error = 0.01;
+        for _ in 0..count {
+            let shape = Shape::new(1, error).unwrap();
+            sink.unsigned(1);
+            sink.double(error);
+            sink.unsigned(u64::from(shape.hash_count));
+            sink.double(bits_per_item(error));
+            sink.unsigned(shape.bits);
+            sink.unsigned(0);
+            sink.buffer(&vec![0; shape.bit_bytes() as usize]);
+            sink.unsigned(0);
+            error *= ratio;
+        }
+        sink.bytes
+    }
+
+    #[test]
+    fn chains_redisbloom_could_not_have_made_are_refused_before_they_are_read() {
+        use crate::stored::ByteFields;
+        // Halving (2.2 and later) and faster (before 2.2) both load.
+        assert!(load_rdb(&mut ByteFields::new(&chain_rdb(40, 0.5)), 4).is_ok());
+        assert!(load_rdb(&mut ByteFields::new(&chain_rdb(20, 0.125)), 4).is_ok());
+        // A sub-filter at more than half its predecessor's rate: a forged chain.
+        assert_eq!(
+            load_rdb(&mut ByteFields::new(&chain_rdb(3, 0.6)), 4),
+            Err(LoadError::Corrupt(
+                "a sub-filter not at half the error rate of the one before it or less".into()
+            ))
+        );
+        // More sub-filters than any RedisBloom chain has: refused at the count, before any is read
+        // (the fields are not even there).
+        let too_many = {
+            use crate::stored::{ByteSink, FieldSink};
+            let mut sink = ByteSink::default();
+            sink.unsigned(0);
+            sink.unsigned(MAX_IMPORTED_LINKS + 1);
+            sink.unsigned(5);
+            sink.unsigned(1);
+            sink.bytes
+        };
+        let refused =
+            LoadError::Corrupt("more sub-filters than RedisBloom ever makes (1,100)".into());
+        assert_eq!(load_rdb(&mut ByteFields::new(&too_many), 4), Err(refused));
+        // The same in a SCANDUMP header: 1,101 links of 53 bytes are refused by their count.
+        let mut header = Vec::new();
+        header.extend(0u64.to_le_bytes());
+        header.extend(((MAX_IMPORTED_LINKS + 1) as u32).to_le_bytes());
+        header.extend(5u32.to_le_bytes());
+        header.extend(1u32.to_le_bytes());
+        header.resize(20 + 53 * (MAX_IMPORTED_LINKS as usize + 1), 0);
+        assert_eq!(
+            DumpHeader::parse(&header),
+            Err(FilterError::Corrupt(
+                "more sub-filters than RedisBloom ever makes (1,100)"
+            ))
+        );
     }
 
     /// RDB fields of a one-sub-filter chain, as ByteFields reads them.
@@ -420,17 +501,21 @@ mod tests {
     }
 
     #[test]
-    fn capacities_that_add_up_past_what_info_reports_are_refused() {
+    fn capacities_that_would_add_up_past_what_info_reports_are_refused() {
         use crate::stored::ByteFields;
         let huge = 1u64 << 62;
         let error = 0.999_999_999_999_999_9;
         let bits = ((huge as f64 * bits_per_item(error)) as u64).next_multiple_of(64);
         let one = rdb(4, 5, &[(huge, error, bits, 0, (bits / 8) as usize)]);
         assert!(load_rdb(&mut ByteFields::new(&one), 4).is_ok());
+        // Two such sub-filters would pass i64::MAX, but the second cannot be at the same rate, and
+        // at half of it the bits of 2^62 items pass the largest sub-filter: no chain gets there.
         let two = rdb(4, 5, &[(huge, error, bits, 0, (bits / 8) as usize); 2]);
         assert_eq!(
             load_rdb(&mut ByteFields::new(&two), 4),
-            Err(LoadError::Corrupt("total capacity out of range".into()))
+            Err(LoadError::Corrupt(
+                "a sub-filter not at half the error rate of the one before it or less".into()
+            ))
         );
     }
 

@@ -55,12 +55,11 @@
 
 use crate::bits::{piece_lengths, BitStore};
 use crate::chain::{check_successor, Format};
-use crate::growth::{check_stored_link, RedisBloomOptions};
+use crate::growth::{check_imported_successor, check_stored_link, RedisBloomOptions};
 use crate::sizing::Layout;
 use crate::sub_filter::{storage_bits, stored_shape};
 use crate::window::{Generation, Part, Rule, Window, Windowed, WindowedShape, MAX_GENERATIONS};
 use crate::{Chain, Filter, FilterError, Growth, Shape, SubFilter};
-use std::num::NonZeroU64;
 
 /// Hash family 0: xxh3-128 and the probe sequence of `crate::hash`.
 pub const HASH_FAMILY_XXH3: u64 = 0;
@@ -276,9 +275,9 @@ pub fn load(source: &mut impl FieldSource, revision: Revision) -> Result<Filter,
         _ => return Err(LoadError::Corrupt(format!("unknown filter kind {kind}"))),
     };
     if revision >= Revision::Restoring {
-        filter.set_restoring(NonZeroU64::new(
-            source.unsigned().ok_or(LoadError::Truncated)?,
-        ));
+        // 0: in use; n: the next data chunk starts at dump offset n - 1.
+        let stored = source.unsigned().ok_or(LoadError::Truncated)?;
+        filter.set_restoring(stored.checked_sub(1))?;
         filter.check_restoring()?;
     }
     Ok(filter)
@@ -383,7 +382,7 @@ fn load_imported(source: &mut impl FieldSource) -> Result<Chain, LoadError> {
             "expansion does not match RedisBloom's options".into(),
         ));
     }
-    let filters = read_sub_filters(source, |link, _| {
+    let filters = read_sub_filters(source, |link, older| {
         let shape = check_stored_link(
             options,
             link.capacity,
@@ -392,6 +391,10 @@ fn load_imported(source: &mut impl FieldSource) -> Result<Chain, LoadError> {
             link.bits,
             link.items,
         )?;
+        // Checked as they arrive: the halving rule stops a forged chain within 1,100 links.
+        if let Some((older, _)) = older {
+            check_imported_successor(older, &shape)?;
+        }
         // RedisBloom's bit counts need not be whole words; the array is kept in whole words.
         Ok((shape, storage_bits(shape.bits)))
     })?;

@@ -163,17 +163,54 @@ fn creation_past_the_byte_limit_is_refused_before_allocating() {
     assert!(Chain::new(1000, 0.01, scaling(2), limit - 1).is_err());
 }
 
+/// What the allocator charges for every block the filter holds, its value's box included: the
+/// figure `Size` reports.
+fn charged_size(filter: &crate::Filter) -> u64 {
+    let mut seen = crate::bytes::VALUE_BYTES;
+    filter.visit_allocations(&mut |_, len| seen += crate::bytes::charged(len as u64));
+    seen
+}
+
 #[test]
-fn planned_size_counts_every_allocation_but_the_chain_itself() {
-    let mut chain = Chain::new(10, 0.01, scaling(2), NO_LIMIT).unwrap();
-    for index in 0..100 {
-        chain.add(&item(ADDED, 0, index), NO_LIMIT).unwrap();
+fn planned_size_is_what_the_allocator_charges_for_every_block() {
+    use crate::sizing::Layout;
+    use crate::window::{Window, Windowed, WindowedShape};
+    // Chains of many small sub-filters (where per-block rounding counts most), both layouts.
+    for (layout, capacity, expansion) in [
+        (Layout::Classic, 1, 1),
+        (Layout::Classic, 10, 2),
+        (Layout::Blocked, 3, 1),
+        (Layout::Blocked, 100, 4),
+    ] {
+        let mut chain =
+            Chain::with_layout(layout, capacity, 0.01, scaling(expansion), NO_LIMIT).unwrap();
+        for index in 0..3000 {
+            let filter = crate::Filter::from(chain.clone());
+            assert_eq!(
+                filter.planned_size(),
+                charged_size(&filter),
+                "{index} items"
+            );
+            // (Capacity 1 with EXPANSION 1 reaches the error rate's floor near a thousand.)
+            if chain.add(&item(ADDED, 0, index), NO_LIMIT) == Err(FilterError::CannotGrow) {
+                break;
+            }
+        }
     }
-    chain = Chain::from_parts(chain.growth(), chain.filters().to_vec()).unwrap();
-    let mut seen = std::mem::size_of::<Chain>() as u64;
-    chain.visit_allocations(&mut |_, len| seen += len as u64);
-    // `to_vec` allocates exactly; the only difference left is none.
-    assert_eq!(seen, chain.planned_size());
+    // A windowed filter through its generations and parts.
+    let window = Window::seconds(100).unwrap();
+    let shape = WindowedShape::new(50, 0.01, scaling(2), window).unwrap();
+    let mut windowed = Windowed::new(shape);
+    for index in 0..2000u64 {
+        let now = 1_790_000_000_000 + index * 97;
+        windowed.add(&item(ADDED, 1, index), now, NO_LIMIT).unwrap();
+        let filter = crate::Filter::from(windowed.clone());
+        assert_eq!(
+            filter.planned_size(),
+            charged_size(&filter),
+            "{index} items"
+        );
+    }
 }
 
 #[test]

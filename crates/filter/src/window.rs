@@ -46,6 +46,7 @@
 //! expire whole, on their old schedule; every generation made after that is sized as above.
 
 use crate::bits::BitStore;
+use crate::bytes::{charged_array, VALUE_BYTES};
 
 use crate::hash::ItemHash;
 use crate::sizing::{Shape, MIN_ERROR_RATE};
@@ -146,12 +147,29 @@ impl Part {
     pub(crate) fn filter_mut(&mut self) -> &mut SubFilter {
         &mut self.filter
     }
+}
 
-    /// Bytes a part of `shape` takes as the size limit counts them.
-    fn planned_bytes(shape: &Shape) -> u64 {
-        (std::mem::size_of::<Part>() as u64)
-            .saturating_add(BitStore::planned_bytes(storage_bits(shape.bits)))
+/// What the allocator charges ([`crate::bytes`]) for a windowed filter whose generations hold
+/// parts of these shapes: the key's value, the filter's box, the array of generations, each
+/// generation's array of parts and each part's bits. The figure `Size` reports and the size
+/// limits bound.
+pub(crate) fn planned_windowed<'a, G, P>(generations: G) -> u64
+where
+    G: IntoIterator<Item = P>,
+    P: IntoIterator<Item = &'a Shape>,
+{
+    let mut count = 0u64;
+    let mut total = VALUE_BYTES.saturating_add(charged_array::<Windowed>(1));
+    for parts in generations {
+        count += 1;
+        let mut held = 0u64;
+        for shape in parts {
+            held += 1;
+            total = total.saturating_add(BitStore::planned_bytes(storage_bits(shape.bits)));
+        }
+        total = total.saturating_add(charged_array::<Part>(held));
     }
+    total.saturating_add(charged_array::<Generation>(count))
 }
 
 /// The items added during one slot: its parts, oldest first.
@@ -278,7 +296,7 @@ pub struct Windowed {
     /// bytes the filter takes depend on its parts alone.
     generations: Box<[Generation]>,
     /// While the filter is being rebuilt from dump chunks: as for a chain (see `crate::dump`).
-    pub(crate) restoring: Option<std::num::NonZeroU64>,
+    pub(crate) restoring: Option<Box<crate::restoring::Restoring>>,
 }
 
 impl Windowed {
@@ -468,11 +486,17 @@ impl Windowed {
             None => (slot, Rule::Budget(self.budget_at(slot)), 0),
         };
         let shape = self.shape.part_shape(rule, index)?;
-        let mut added = Part::planned_bytes(&shape);
-        if current.is_none() {
-            added = added.saturating_add(std::mem::size_of::<Generation>() as u64);
+        // The filter with the new part, as its Size will count it.
+        let mut outline: Vec<Vec<&Shape>> = self
+            .generations
+            .iter()
+            .map(|generation| generation.parts.iter().map(|p| p.filter.shape()).collect())
+            .collect();
+        match current {
+            Some(at) => outline[at].push(&shape),
+            None => outline.push(vec![&shape]),
         }
-        let bytes = self.planned_size().saturating_add(added);
+        let bytes = planned_windowed(outline);
         if bytes > max_bytes {
             return Err(FilterError::TooLarge { bytes });
         }
@@ -543,25 +567,24 @@ impl Windowed {
     /// Bytes the filter takes as `bf.max-filter-bytes` counts them: itself, its generations and
     /// every part with its bits.
     pub fn planned_size(&self) -> u64 {
-        let generation = std::mem::size_of::<Generation>() as u64;
-        self.generations
-            .iter()
-            .map(|g| {
-                g.parts
-                    .iter()
-                    .map(|part| Part::planned_bytes(part.filter.shape()))
-                    .fold(generation, u64::saturating_add)
-            })
-            .fold(std::mem::size_of::<Windowed>() as u64, u64::saturating_add)
+        let restoring = if self.restoring.is_some() {
+            crate::restoring::Restoring::charged()
+        } else {
+            0
+        };
+        planned_windowed(
+            self.generations
+                .iter()
+                .map(|g| g.parts.iter().map(|part| part.filter.shape())),
+        )
+        .saturating_add(restoring)
     }
 
     /// Bytes an empty filter with one part (its first item's) would take: what creating it must
     /// fit in.
     pub fn first_item_bytes(shape: &WindowedShape) -> Result<u64, FilterError> {
         let part = shape.part_shape(Rule::Budget(shape.capacity), 0)?;
-        Ok((std::mem::size_of::<Windowed>() as u64)
-            .saturating_add(std::mem::size_of::<Generation>() as u64)
-            .saturating_add(Part::planned_bytes(&part)))
+        Ok(planned_windowed([[&part]]))
     }
 
     /// Checks that the filter does not start in the future: its newest generation's slot starts
@@ -644,7 +667,7 @@ impl Windowed {
         Ok(Windowed {
             shape: self.shape,
             generations: generations.into_boxed_slice(),
-            restoring: self.restoring,
+            restoring: self.restoring.clone(),
         })
     }
 
@@ -666,6 +689,12 @@ impl Windowed {
             for part in generation.parts.iter() {
                 part.filter.bits().visit_allocations(visit);
             }
+        }
+        if let Some(restoring) = &self.restoring {
+            visit(
+                std::ptr::from_ref::<crate::restoring::Restoring>(restoring).cast(),
+                std::mem::size_of::<crate::restoring::Restoring>(),
+            );
         }
     }
 }
