@@ -107,6 +107,7 @@ class RedisCluster:
         *,
         node_timeout_ms: int = 1000,
         args: tuple[str, ...] = (),
+        binary: str | None = None,
     ) -> None:
         RedisCluster._count += 1
         self.name = name
@@ -115,7 +116,7 @@ class RedisCluster:
         self.args = args
         self.nodes: list[RedisServer] = []
         for index in range(MASTERS * (1 + REPLICAS_PER_MASTER)):
-            node = RedisServer(f"{name}-node{index}")
+            node = RedisServer(f"{name}-node{index}", binary=binary)
             node.dir = self.dir / f"node{index}"
             self.nodes.append(node)
         self.create_output = ""  # what redis-cli --cluster create printed

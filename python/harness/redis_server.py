@@ -6,6 +6,9 @@ the test fails: the pytest fixture stops it in its teardown, and the kernel kill
 process dies first: ``setpriv --pdeathsig KILL``).
 
 The module: ``$REDIS_BF_MODULE``, by default ``target/release/libredis_bf.so`` of this checkout.
+The server: ``redis-server`` on the PATH, or another binary (``binary=``, or ``$REDIS_BF_SERVER``
+for every server of a run), such as the newer servers of the repository's test matrix
+(``NEWER_SERVERS``, unpacked by ``scripts/fetch-servers.sh`` and ``scripts/fetch-valkey.sh``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,18 @@ import redis
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
 SERVERS_DIR = ROOT / "target" / "py-servers"
+# The newer servers of the repository's server matrix (scripts/matrix.sh), where `make test` has
+# unpacked them: Redis 8.2, Valkey 8.0, Valkey 9.1.
+NEWER_SERVERS = {
+    "redis-8.2": ROOT / "target/servers/redis-8.2.3/redis-server",
+    "valkey-8.0": ROOT / "target/valkey/usr/bin/valkey-server",
+    "valkey-9.1": ROOT / "target/servers/valkey-9.1.2/valkey-server",
+}
+
+
+def default_binary() -> str:
+    """The server binary: ``$REDIS_BF_SERVER``, else ``redis-server`` on the PATH."""
+    return os.environ.get("REDIS_BF_SERVER") or "redis-server"
 
 
 def module_path() -> Path:
@@ -67,8 +82,16 @@ class RedisServer:
 
     _count = 0
 
-    def __init__(self, name: str, *, module: bool = True, args: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        name: str,
+        *,
+        module: bool = True,
+        args: tuple[str, ...] = (),
+        binary: str | Path | None = None,
+    ):
         RedisServer._count += 1
+        self.binary = str(binary or default_binary())
         self.name = name
         self.dir = SERVERS_DIR / f"{name}-{os.getpid()}-{RedisServer._count}"
         self.module = module_path() if module else None
@@ -96,7 +119,7 @@ class RedisServer:
             self.port = _free_port()
             command = [
                 *_die_with_parent(),
-                "redis-server",
+                self.binary,
                 "--port", str(self.port),
                 "--bind", "127.0.0.1",
                 "--dir", str(self.dir),

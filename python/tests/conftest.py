@@ -8,6 +8,7 @@ package; the module comes from ``$REDIS_BF_MODULE`` (default ``target/release/li
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,11 +21,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
 
 import crawl as crawl_harness  # noqa: E402
 from redis_cluster import RedisCluster  # noqa: E402
-from redis_server import RedisServer  # noqa: E402
+from redis_server import NEWER_SERVERS, RedisServer, default_binary  # noqa: E402
 from website import Site  # noqa: E402
 
 # A few hundred pages keep each crawl under ten seconds on two cores; the benchmark crawls 5,000.
 PAGES = 240
+
+
+# The servers a test parametrized over them runs on: redis-server on the PATH (Debian's Redis 7.0;
+# $REDIS_BF_SERVER if set), and the newer ones of the repository's server matrix where `make test`
+# unpacked them.
+SERVERS: dict[str, str | Path] = {"redis-server": default_binary(), **NEWER_SERVERS}
+
+
+def server_binary(request: pytest.FixtureRequest) -> str:
+    """The binary of ``SERVERS[request.param]``; the test is skipped if it is not unpacked."""
+    binary = SERVERS[request.param]
+    if shutil.which(str(binary)) is None and not Path(binary).is_file():
+        pytest.skip(f"{binary} is not unpacked (scripts/fetch-servers.sh, scripts/fetch-valkey.sh)")
+    return str(binary)
 
 
 def directory_name(request: pytest.FixtureRequest) -> str:

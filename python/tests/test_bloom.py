@@ -4,6 +4,7 @@ test in both): answers as bools, batches, creation, and errors raised, never rea
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pytest
 import redis
@@ -184,9 +185,17 @@ def test_options_are_checked_before_any_command() -> None:
         FilterOptions("10", 0.01)  # type: ignore[arg-type]
     assert FilterOptions(10, 0.01).reserve_args() == [0.01, 10]
     assert FilterOptions(10, 0.01).insert_args() == ["CAPACITY", 10, "ERROR", 0.01]
-    for window in (0, -5, 315_576_001):
-        with pytest.raises(ValueError, match="window must be from 1 to 315576000 seconds"):
+    for window in (-5, 315_576_001, timedelta(seconds=-1)):
+        with pytest.raises(ValueError) as raised:
             FilterOptions(10, 0.01, window)
+        assert str(raised.value) == (
+            "window must be from 1 to 315576000 seconds (ten years), or 0 or None for none, "
+            f"not {window!r}"
+        )
+    # 0 is no window, as None: as BLOOMFILTER_WINDOW = 0 and redis-bf-migrate --window 0.
+    for none in (0, timedelta(0), None):
+        assert FilterOptions(10, 0.01, none).window is None
+        assert FilterOptions(10, 0.01, none).insert_args() == ["CAPACITY", 10, "ERROR", 0.01]
     for bad in (2.5, "60", True):
         with pytest.raises(TypeError, match="window must be an int"):
             FilterOptions(10, 0.01, bad)  # type: ignore[arg-type]
@@ -217,3 +226,11 @@ def test_a_windowed_filter_forgets_an_item_after_its_window(r: redis.Redis) -> N
     assert info(r, "feed")["Number of items inserted"] == 0
     assert bf.add("video:1") is True  # new again after the window
     assert bf.contains_many(["video:1", "video:3"]) == [True, False]
+
+
+def test_a_window_of_0_is_no_window(r: redis.Redis) -> None:
+    bf = BloomFilter(r, "plain", 1000, 0.01, window=0)
+    assert repr(bf) == "BloomFilter(key='plain', capacity=1000, error_rate=0.01)"
+    assert bf.add("a") is True
+    assert "Window" not in info(r, "plain")
+    assert info(r, "plain")["Capacity"] == 1000

@@ -6,21 +6,39 @@ while scrapy-redis's queue stays on its own server."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
+import pytest
 import redis
 from redis.crc import key_slot
 
-from redis_bf import BloomFilter
-from redis_bf._core import shard_capacity
+from redis_bf import BloomFilter, NotReplicatedError
+from redis_bf._core import info_dict, shard_capacity
 from redis_bf.asyncio import BloomFilter as AsyncBloomFilter
 
-from conftest import run_crawl
+from conftest import SERVERS, directory_name, run_crawl, server_binary
 from redis_cluster import RedisCluster
 from redis_server import RedisServer
 from website import Site
+
+T = TypeVar("T")
+
+
+@pytest.fixture(params=list(SERVERS))
+def any_cluster(request: pytest.FixtureRequest) -> Iterator[RedisCluster]:
+    """The cluster of ``cluster``, on each server of ``SERVERS`` (skipped where not unpacked)."""
+    instance = RedisCluster(directory_name(request), binary=server_binary(request)).start()
+    try:
+        yield instance
+    finally:
+        instance.stop()
 
 
 def shards_per_master(cluster: RedisCluster, keys: tuple[str, ...]) -> list[int]:
@@ -221,3 +239,161 @@ def test_one_key_through_cluster_clients(cluster: RedisCluster) -> None:
             await async_client.aclose()
 
     assert asyncio.run(run()) == ([False, True], 1001, 1)
+
+
+@contextmanager
+def stopped(node: RedisServer) -> Iterator[None]:
+    """``node`` frozen (SIGSTOP): it reads and acknowledges nothing until the block ends."""
+    os.kill(node.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(node.pid, signal.SIGCONT)
+
+
+def eventually(call: Callable[[], T]) -> T:
+    """``call()``, again while it raises ``NotReplicatedError`` (for 20 s at most): a WAIT of
+    200 ms may time out on a busy machine although the replicas follow."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return call()
+        except NotReplicatedError:
+            if time.monotonic() > deadline:
+                raise
+
+
+def unconfirmed(port: int, answers: int) -> str:
+    return (
+        f"the writes were applied on the primary at 127.0.0.1:{port} (the {answers} answer(s) in "
+        ".results stand there), but 0 of the 1 replica(s) asked confirmed them, and every write "
+        "before them, within 200 ms (WAIT 1): they may be lost if that primary fails now"
+    )
+
+
+def test_an_add_that_finds_the_item_waits_on_its_node_for_the_write_that_put_it_there(
+    any_cluster: RedisCluster,
+) -> None:
+    """As tests/test_replication.py, on each node of a cluster: the WAIT on the node that answers
+    "seen" covers another client's write that put the item there, one key or sharded, blocking
+    or asyncio; another node's confirmation does not stand in for it."""
+    cluster = any_cluster
+    mine_client = cluster.client(protocol=3)
+    other_client = cluster.client()
+    outcomes: list[Any] = []
+    try:
+        for key, shards in (("single", None), ("sharded", 6)):
+            other = BloomFilter(other_client, key, 1000, 0.01, shards=shards)
+            mine = BloomFilter(
+                mine_client, key, 1000, 0.01, shards=shards, wait_for_replicas=1, wait_timeout=0.2
+            )
+            eventually(lambda mine=mine: mine.add("before"))  # type: ignore[misc]
+            owner = cluster.master_of_slot(key_slot(mine._core.key_of("x").encode()))
+            (replica,) = cluster.replicas_of(owner)
+            # An item on another primary (sharded), or on the same key.
+            elsewhere = next(
+                item
+                for item in (f"y{i}" for i in range(1000))
+                if shards is None
+                or cluster.master_of_slot(key_slot(mine._core.key_of(item).encode())) != owner
+            )
+            with stopped(replica):
+                assert other.add("x") is True
+                for items in (["x"], ["x", elsewhere]):
+                    results = [False, True][: len(items)]
+                    with pytest.raises(NotReplicatedError) as raised:
+                        if items == ["x"]:
+                            mine.add("x")
+                        else:
+                            mine.add_many(items)
+                    assert raised.value.results == results
+                    assert raised.value.address == f"127.0.0.1:{owner.port}"
+                    assert str(raised.value) == unconfirmed(owner.port, len(results))
+            patient = BloomFilter(
+                cluster.client(), key, 1000, 0.01, shards=shards, wait_for_replicas=1,
+                wait_timeout=10,
+            )  # fmt: skip
+            outcomes.append(patient.add_many(["x", elsewhere, "z"]))
+            patient.client.close()
+
+        async def run() -> list[Any]:
+            client = cluster.async_client()
+            try:
+                mine = AsyncBloomFilter(
+                    client, "async", 1000, 0.01, shards=6, wait_for_replicas=1, wait_timeout=0.2
+                )
+                other = BloomFilter(other_client, "async", 1000, 0.01, shards=6)
+                other.add("before")
+                await mine.contains("before")
+                owner = cluster.master_of_slot(key_slot(mine._core.key_of("x").encode()))
+                (replica,) = cluster.replicas_of(owner)
+                deadline = time.monotonic() + 20
+                while True:  # as ``eventually``: the parameters confirmed by the first write
+                    try:
+                        await mine.add("before")
+                        break
+                    except NotReplicatedError:
+                        assert time.monotonic() < deadline
+                found: list[Any] = []
+                with stopped(replica):
+                    found.append(other.add("x"))
+                    with pytest.raises(NotReplicatedError) as raised:
+                        await mine.add("x")
+                    found.append((raised.value.results, str(raised.value)))
+                return [owner.port, *found]
+            finally:
+                await client.aclose()
+
+        port, *found = asyncio.run(run())
+        assert found == [True, ([False], unconfirmed(port, 1))]
+    finally:
+        mine_client.close()
+        other_client.close()
+    # x and the other item were applied by the calls that raised: only z is new.
+    assert outcomes == [[False, False, True], [False, False, True]]
+
+
+def test_info_and_create_while_shards_are_missing(cluster: RedisCluster) -> None:
+    """The case of the issue: twelve shards over three primaries, one item: ``info()`` counts
+    the eleven shards not created yet as empty (their capacity, 0 bytes), and ``create()``
+    answers True, having reserved them; blocking and asyncio."""
+    client = cluster.client()
+    try:
+        bf = BloomFilter(client, "t:seen", capacity=1000, error_rate=0.01, shards=12)
+        assert bf.add("x") is True
+        shard = info_dict(client.execute_command("BF.INFO", bf._core.key_of("x")))
+        assert bf.count() == 1
+        expected = {
+            "Capacity": 12 * shard_capacity(1000, 12),
+            "Size": shard["Size"],
+            "Number of filters": 1,
+            "Number of items inserted": 1,
+            "Expansion rate": 2,
+            "Shards": 12,
+        }
+        assert bf.info() == expected
+        assert bf.create() is True
+        sizes = [info_dict(client.execute_command("BF.INFO", key))["Size"] for key in bf.keys]
+        assert bf.info() == {**expected, "Size": sum(sizes), "Number of filters": 12}
+        assert bf.create() is False
+    finally:
+        client.close()
+
+    async def run() -> list[Any]:
+        async_client = cluster.async_client(protocol=3)
+        try:
+            bf = AsyncBloomFilter(async_client, "t:async", 1000, 0.01, shards=12)
+            answers: list[Any] = [await bf.add("x"), await bf.info()]
+            answers += [
+                await bf.create(),
+                (await bf.info())["Number of filters"],
+                await bf.create(),
+            ]
+            return answers
+        finally:
+            await async_client.aclose()
+
+    added, partial, created, filters, again = asyncio.run(run())
+    assert (added, created, filters, again) == (True, True, 12, False)
+    assert partial == {**expected, "Size": partial["Size"]}
+    assert partial["Size"] == shard["Size"]  # shards of the same capacity and error rate

@@ -6,10 +6,11 @@ test_cluster)."""
 from __future__ import annotations
 
 import pytest
+from redis.crc import key_slot
 from redis.exceptions import ResponseError
 
 from redis_bf import BloomFilterError, FilterOptions, NotReplicatedError
-from redis_bf._core import Batch, Call, Core
+from redis_bf._core import Batch, Call, Core, Waited
 
 
 def core(shards: int | None = None, batch_size: int = 2, pipeline_size: int = 2) -> Core:
@@ -87,11 +88,67 @@ def test_short_or_strange_replies_are_errors_not_answers() -> None:
 
 def test_waits_below_the_replicas_asked_raise() -> None:
     one = core()
-    one.check_waits([1, 2], [True])
-    for waits in ([0], [1, 0], [ResponseError("NOREPLICAS")], [None]):
+    node = "127.0.0.1:7000"
+    one.check_waits([Waited(node, [True, 1, 1]), Waited("127.0.0.1:7001", [True, 1, 2])], [True])
+    applied = (
+        "the writes were applied on the primary at 127.0.0.1:7000 (the 2 answer(s) in .results "
+        "stand there), but"
+    )
+    lost = "they may be lost if that primary fails now"
+    for waits, confirmed, message in (
+        (
+            [Waited(node, [True, 1, 0])],
+            0,
+            f"{applied} 0 of the 1 replica(s) asked confirmed them, and every write before them, "
+            f"within 500 ms (WAIT 1): {lost}",
+        ),
+        (
+            [Waited("127.0.0.1:7001", [True, 1, 1]), Waited(node, [True, 1, 0])],
+            0,
+            f"{applied} 0 of the 1 replica(s) asked confirmed them, and every write before them, "
+            f"within 500 ms (WAIT 1): {lost}",
+        ),
+        (
+            [Waited(node, [True, 1, ResponseError("NOREPLICAS")])],
+            None,
+            f"{applied} WAIT 1 failed (NOREPLICAS), so no replica could be asked: {lost}",
+        ),
+        (
+            [Waited(node, [ResponseError("NOPERM no permissions"), 0, 1])],
+            None,
+            f"{applied} the write that WAIT 1 needs after them (SET of the marker key) failed "
+            f"(NOPERM no permissions), so no replica could be asked: {lost}",
+        ),
+    ):
         with pytest.raises(NotReplicatedError) as raised:
             one.check_waits(waits, [True, False])
         assert (raised.value.results, raised.value.index) == ([True, False], 2)
+        assert (raised.value.address, raised.value.confirmed, raised.value.asked) == (
+            node,
+            confirmed,
+            1,
+        )
+        assert str(raised.value) == message
+
+
+def test_the_wait_covers_a_write_of_its_own_in_the_slot_written() -> None:
+    """``WAIT`` covers what the connection itself wrote last: a ``SET`` (always propagated) of a
+    key in the slot of the keys written, so on their node, then its ``DEL``."""
+    one = core()
+    marker = one.marker("k")
+    assert marker.startswith("k:redis-bf-wait{") and key_slot(marker.encode()) == key_slot(b"k")
+    assert one.wait_commands("k") == [
+        ("SET", marker, "1", "PX", 60_000),
+        ("DEL", marker),
+        ("WAIT", 1, 500),
+    ]
+    sharded = core(shards=12)
+    for key in sharded.keys:  # a shard's key has a tag: the marker keeps it
+        assert sharded.marker(key) == key + ":redis-bf-wait"
+    for key in ("{t}seen", "a{b", "odd}key", "{}x", "caf\u00e9"):
+        marker = one.marker(key)
+        assert marker.startswith(key + ":redis-bf-wait")
+        assert key_slot(marker.encode()) == key_slot(key.encode()), key
 
 
 def test_an_operation_asks_the_parameters_once() -> None:

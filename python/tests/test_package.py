@@ -74,8 +74,19 @@ def test_the_console_script() -> None:
     assert done.stdout.startswith("usage: redis-bf-migrate "), done.stdout
     assert "--version" in done.stdout and "--urls FILE" in done.stdout
     done = subprocess.run([command], capture_output=True, text=True)  # no key
-    assert done.returncode == 2
-    assert done.stderr.startswith("usage: redis-bf-migrate "), done.stderr
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        "error: the following arguments are required: key (see redis-bf-migrate --help)\n",
+    )
+    # A malformed URL: one line too, not a traceback (tests/test_migrate_cli.py has the rest).
+    done = subprocess.run([command, "--url", "localhost:6390", "k"], capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2,
+        "",
+        "error: argument --url: Redis URL must specify one of the following schemes (redis://, "
+        "rediss://, unix://) (see redis-bf-migrate --help)\n",
+    )
     done = subprocess.run(
         [sys.executable, "-m", "redis_bf.migrate", "--help"], capture_output=True, text=True
     )

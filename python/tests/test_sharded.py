@@ -69,7 +69,10 @@ def test_refused_arguments() -> None:
     with pytest.raises(ValueError, match="window must be whole seconds"):
         BloomFilter(client, "crawl", 1000, 0.01, window=timedelta(seconds=1.5))
     with pytest.raises(ValueError, match="window must be from 1"):
-        BloomFilter(client, "crawl", 1000, 0.01, window=timedelta(0))
+        BloomFilter(client, "crawl", 1000, 0.01, window=timedelta(seconds=-60))
+    # 0 is no window, as None (and as for the dupefilter and redis-bf-migrate).
+    for none in (0, timedelta(0), None):
+        assert BloomFilter(client, "crawl", 1000, 0.01, window=none).options.window is None
 
 
 def test_items_spread_over_the_shards_and_answer_in_order(r: redis.Redis) -> None:
@@ -135,7 +138,8 @@ def test_a_second_process_finds_the_same_filter_and_a_mismatch_is_refused(
     # Deleted and made again by a process with another capacity: its own, this time.
     assert bigger.delete() == 4
     assert bigger.add("f") is True
-    assert bigger.create() is False  # the add wrote the parameters; this reserves every shard
+    assert bigger.create() is True  # the add wrote the parameters; this reserves the other shards
+    assert bigger.create() is False
     assert {info(server.client(), key)["Capacity"] for key in bigger.keys} == {
         shard_capacity(50_000, 3)
     }
@@ -220,3 +224,90 @@ def test_the_asyncio_client_answers_as_the_blocking_one(server: RedisServer, pro
     blocking = BloomFilter(server.client(protocol), "blocking", 1000, 0.001, shards=4)
     assert blocking.add_many(items) == [True] * 500
     assert server.client().dbsize() == 5
+
+
+def missing_shards_sequence(r: redis.Redis, key: str, window: int | None) -> None:
+    """What ``info()``, ``create()`` and ``count()`` of a sharded filter answer while some of its
+    shards are not created yet: each missing shard counts as the empty shard its first write
+    creates (its capacity, no sub-filter, no item) and 0 bytes."""
+    bf = BloomFilter(r, key, 1000, 0.01, shards=4, window=window)
+    with pytest.raises(redis.ResponseError, match="^not found$"):
+        bf.info()  # no filter at all, as for one key
+    windowed = {} if window is None else {"Window": window}
+    capacity = 4 * shard_capacity(1000, 4)
+    assert bf.contains("absent") is False  # a lookup writes the parameters: the filter exists
+    assert bf.info() == {
+        "Capacity": capacity,
+        "Size": 0,
+        "Number of filters": 0,
+        "Number of items inserted": 0,
+        **windowed,
+        "Shards": 4,
+    }
+    assert bf.add("x") is True
+    shard = info(r, bf._core.key_of("x"))
+    assert bf.count() == 1
+    partial = {
+        "Capacity": capacity,
+        "Size": shard["Size"],
+        "Number of filters": shard["Number of filters"],
+        "Number of items inserted": 1,
+        "Expansion rate": shard["Expansion rate"],
+        **windowed,
+        "Shards": 4,
+    }
+    assert bf.info() == partial
+    # Another process, with another capacity: missing shards count with the stored one.
+    assert BloomFilter(r, key, 50_000, 0.01, shards=4, window=window).info() == partial
+    assert bf.create() is True  # it reserved the three missing shards
+    sizes = [info(r, k)["Size"] for k in bf.keys]
+    assert bf.info()["Size"] == sum(sizes) > shard["Size"]
+    assert bf.create() is False  # nothing left to create
+    r.delete(bf.keys[0] if bf._core.key_of("x") != bf.keys[0] else bf.keys[1])
+    assert BloomFilter(r, key, 1000, 0.01, shards=4, window=window).create() is True
+
+
+@pytest.mark.parametrize("window", [None, 60], ids=["plain", "windowed"])
+def test_info_and_create_while_shards_are_missing(r: redis.Redis, window: int | None) -> None:
+    missing_shards_sequence(r, "t:seen", window)
+    assert r.dbsize() == 5
+
+
+def test_info_and_create_while_shards_are_missing_asyncio(server: RedisServer) -> None:
+    async def run() -> list[object]:
+        client = redis.asyncio.Redis(host="127.0.0.1", port=server.port, protocol=3)
+        try:
+            bf = AsyncBloomFilter(client, "t:seen", 1000, 0.01, shards=4)
+            answers: list[object] = []
+            try:
+                await bf.info()
+            except redis.ResponseError as error:
+                answers.append(str(error))
+            answers.append(await bf.add("x"))
+            answers.append(await bf.info())
+            answers.append(await bf.create())
+            answers.append((await bf.info())["Number of filters"])
+            answers.append(await bf.create())
+            return answers
+        finally:
+            await client.aclose()
+
+    answers = asyncio.run(run())
+    shard = info(
+        server.client(), BloomFilter(redis.Redis(), "t:seen", 1, 0.5, shards=4)._core.key_of("x")
+    )
+    assert answers == [
+        "not found",
+        True,
+        {
+            "Capacity": 4 * shard_capacity(1000, 4),
+            "Size": shard["Size"],
+            "Number of filters": 1,
+            "Number of items inserted": 1,
+            "Expansion rate": 2,
+            "Shards": 4,
+        },
+        True,
+        4,
+        False,
+    ]

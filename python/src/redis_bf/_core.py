@@ -33,6 +33,11 @@ MAX_SHARDS = 1024
 # ``shard_capacity``).
 SHARD_SLACK_SIGMAS = 4.0
 MANIFEST_FORMAT = "redis-bf sharded filter"
+# The key that ``wait_for_replicas`` writes (and deletes) after a batch's writes, next to the
+# filter's key (``Core.marker``), so that the ``WAIT`` after it covers the primary's whole
+# replication stream up to the answers. Its value, and how long it lives if the DEL never comes.
+WAIT_MARKER_SUFFIX = ":redis-bf-wait"
+WAIT_MARKER_MILLIS = 60_000
 # An item's shard: the first 8 bytes of its BLAKE2b digest with this personalisation, little
 # endian, times the shard count, over 2^64. Part of the stored form: changing it loses items.
 SHARD_HASH_PERSON = b"redis-bf"
@@ -54,9 +59,28 @@ class BloomFilterError(ResponseError):
 
 class NotReplicatedError(BloomFilterError):
     """Writes were applied on a primary but fewer replicas than ``wait_for_replicas`` confirmed
-    them within the timeout (``WAIT``), or a node could not be asked: they may be lost if that
-    primary fails now. ``results`` holds the answers of the items sent (applied on the
-    primaries), and ``index`` is the first item that was not sent."""
+    them (and every write the primary made before them) within the timeout (``WAIT``), or that
+    could not be asked: they may be lost if that primary fails now.
+
+    ``results`` holds the answers of the items sent (applied on the primaries: they stand there),
+    ``index`` is the first item that was not sent, ``address`` the primary (host:port) that could
+    not confirm, ``confirmed`` how many replicas did (None if they could not be asked) and
+    ``asked`` how many were asked for."""
+
+    def __init__(
+        self,
+        message: str,
+        results: Sequence[bool] = (),
+        index: int = 0,
+        *,
+        address: str = "",
+        confirmed: int | None = None,
+        asked: int = 0,
+    ):
+        super().__init__(message, results, index)
+        self.address = address
+        self.confirmed = confirmed
+        self.asked = asked
 
 
 class FilterMismatchError(BloomFilterError):
@@ -141,6 +165,11 @@ def is_module_missing(error: BaseException) -> bool:
     return "unknown command" in message and "'bf." in message.lower()
 
 
+def is_not_found(reply: Any) -> bool:
+    """True for ``BF.INFO``'s answer on a missing key (redis-bf's and RedisBloom's)."""
+    return isinstance(reply, ResponseError) and str(reply).removeprefix("ERR ") == "not found"
+
+
 def explained(client: Any, error: ResponseError) -> ResponseError:
     """``error``, or a ``ModuleMissingError`` if it says the server has no ``BF.*`` commands."""
     return ModuleMissingError(client, str(error)) if is_module_missing(error) else error
@@ -175,14 +204,17 @@ class FilterOptions:
 
     ``window`` (whole seconds or a ``timedelta``, optional) makes a windowed filter: an item is
     remembered for at least ``window`` seconds and forgotten by 1.25 x ``window``, and
-    ``capacity`` counts the items of one window. It is kept as seconds.
+    ``capacity`` counts the items of one window. It is kept as seconds; None, 0 and
+    ``timedelta(0)`` mean no window.
     """
 
     capacity: int
     error_rate: float
     window: int | None = None
 
-    def __init__(self, capacity: int, error_rate: float, window: int | timedelta | None = None):
+    def __init__(
+        self, capacity: int, error_rate: float, window: int | timedelta | None = None
+    ) -> None:
         if isinstance(capacity, bool) or not isinstance(capacity, int):
             raise TypeError(f"capacity must be an int, not {type(capacity).__name__}")
         if capacity < 1:
@@ -194,10 +226,13 @@ class FilterOptions:
                 raise TypeError(
                     f"window must be an int (seconds) or a timedelta, not {type(window).__name__}"
                 )
+        # None, 0 and timedelta(0) alike: no window (as the dupefilter's setting and
+        # redis-bf-migrate --window take them).
         seconds = None if window is None else window_seconds(window)
-        if window is not None and (seconds is None or not 1 <= seconds <= MAX_WINDOW):
+        if seconds is not None and not 1 <= seconds <= MAX_WINDOW:
             raise ValueError(
-                f"window must be from 1 to {MAX_WINDOW} seconds (ten years), not {window!r}"
+                f"window must be from 1 to {MAX_WINDOW} seconds (ten years), or 0 or None for "
+                f"none, not {window!r}"
             )
         object.__setattr__(self, "capacity", capacity)
         object.__setattr__(self, "error_rate", error_rate)
@@ -302,15 +337,36 @@ _FIRST_TAG: dict[int, str] = {}
 _SCANNED = [0]
 
 
-def shard_tag(index: int, count: int) -> str:
-    """The hash tag of shard ``index`` of ``count``: the first of "0", "1", ... (hexadecimal)
-    whose slot is the middle of the shard's range, ``[index, index + 1) * 16384 / count``."""
-    target = (2 * index + 1) * SLOTS // (2 * count)
-    while target not in _FIRST_TAG:
+def slot_tag(slot: int) -> str:
+    """The first of "0", "1", ... (hexadecimal) whose hash slot is ``slot``."""
+    while slot not in _FIRST_TAG:
         tag = format(_SCANNED[0], "x")
         _FIRST_TAG.setdefault(key_slot(tag.encode()), tag)
         _SCANNED[0] += 1
-    return _FIRST_TAG[target]
+    return _FIRST_TAG[slot]
+
+
+def shard_tag(index: int, count: int) -> str:
+    """The hash tag of shard ``index`` of ``count``: the first of "0", "1", ... (hexadecimal)
+    whose slot is the middle of the shard's range, ``[index, index + 1) * 16384 / count``."""
+    return slot_tag((2 * index + 1) * SLOTS // (2 * count))
+
+
+def same_slot_key(key: str, suffix: str, encode: Callable[[Item], bytes] = item_bytes) -> str:
+    """``key + suffix``, with a hash tag after it if that is needed to keep it in ``key``'s
+    cluster slot (``encode``: the bytes the client sends for a key)."""
+    slot = key_slot(encode(key))
+    plain = key + suffix
+    if key_slot(encode(plain)) == slot:
+        return plain  # key has a hash tag of its own
+    tagged = f"{plain}{{{slot_tag(slot)}}}"
+    if key_slot(encode(tagged)) == slot:
+        return tagged
+    # An unclosed "{" in key swallows the tag: search for a suffix that lands in the slot.
+    attempt = 0
+    while key_slot(encode(candidate := f"{plain}{{{attempt:x}}}")) != slot:
+        attempt += 1
+    return candidate
 
 
 def shard_capacity(capacity: int, count: int) -> int:
@@ -335,11 +391,21 @@ class Call:
 @dataclass(frozen=True)
 class Batch:
     """A request to the client: commands in one pipeline (one per node on a cluster), and with
-    ``wait``, a ``WAIT`` on the connection that wrote them (on each node written: see
-    ``Core.wait_groups``). It answers the replies, errors included, the ``WAIT``s' last."""
+    ``wait``, ``Core.wait_commands`` after them on the connection that sent them (on each node
+    written: see ``Core.wait_groups``). It answers the replies, errors included, and then one
+    ``Waited`` per node."""
 
     commands: Sequence[tuple[Any, ...]]
     wait: bool = False
+
+
+@dataclass(frozen=True)
+class Waited:
+    """What a node (``address``, host:port) answered to ``Core.wait_commands``, sent after a
+    batch's writes on the same connection."""
+
+    address: str
+    replies: Sequence[Any]
 
 
 T = TypeVar("T")
@@ -428,6 +494,9 @@ class Core:
         self.creation = self.own_creation()
         self.checked = shards is None  # a sharded filter checks its manifest on first use
         self._insert_args = self.creation.insert_args()
+        self._markers: dict[str, str] = {}
+        # A sharded filter's parameters, once a WAIT confirmed them (see ``check``).
+        self.manifest_replicated = False
 
     def describe(self) -> str:
         """The parameters, for a ``repr``."""
@@ -458,8 +527,34 @@ class Core:
     def exists(key: str, items: Sequence[Item]) -> tuple[Any, ...]:
         return ("BF.MEXISTS", key, *items)
 
-    def wait(self) -> tuple[Any, ...]:
-        return ("WAIT", self.wait_for_replicas, self.wait_millis)
+    # -- replication ----------------------------------------------------------------------------
+
+    def marker(self, key: str) -> str:
+        """The key that ``wait_commands`` writes for writes to ``key``: in its slot (so on its
+        node), named after it: ``<key>:redis-bf-wait``, with a hash tag if ``key`` has none."""
+        marker = self._markers.get(key)
+        if marker is None:
+            marker = same_slot_key(key, WAIT_MARKER_SUFFIX, self.encode)
+            self._markers[key] = marker
+        return marker
+
+    def wait_commands(self, key: str) -> list[tuple[Any, ...]]:
+        """What follows a batch's writes to ``key`` (and to other keys of its node) on their
+        connection: a write the server always propagates (``SET`` of the marker key, then its
+        ``DEL``), and ``WAIT``.
+
+        ``WAIT`` waits for the replication offset of the connection's own last propagated write
+        (Redis 7.2 and newer, Valkey), and a ``BF.INSERT`` that adds nothing new propagates
+        nothing: after it alone, the ``WAIT`` of an add that answers "seen" would confirm nothing,
+        although the write that put the item there (another client's) may be on no replica yet.
+        The ``SET`` is propagated after every write the primary made before it, so the ``WAIT``
+        covers them all: the state the answers report is on the replicas once it confirms."""
+        marker = self.marker(key)
+        return [
+            ("SET", marker, "1", "PX", WAIT_MARKER_MILLIS),
+            ("DEL", marker),
+            ("WAIT", self.wait_for_replicas, self.wait_millis),
+        ]
 
     # -- batches ------------------------------------------------------------------------------
 
@@ -522,15 +617,55 @@ class Core:
             raise BloomFilterError(message, [bool(a) for a in before], index)
         return [bool(answer) for answer in answers]
 
-    def check_waits(self, replies: Sequence[Any], results: list[bool]) -> None:
-        """Raises ``NotReplicatedError`` unless every ``WAIT`` reply reached the replicas asked."""
-        for reply in replies:
-            if not isinstance(reply, int) or reply < self.wait_for_replicas:
+    def check_waits(self, waits: Sequence[Any], results: list[bool]) -> None:
+        """Raises ``NotReplicatedError`` unless every node's ``WAIT`` (a ``Waited``) reached the
+        replicas asked, after its marker write went through."""
+        asked = self.wait_for_replicas
+        for waited in waits:
+            if not isinstance(waited, Waited) or len(waited.replies) != 3:
                 raise NotReplicatedError(
-                    f"WAIT answered {reply!r}: fewer than {self.wait_for_replicas} replica(s) "
-                    f"confirmed the writes within {self.wait_millis} ms",
+                    f"no answer to WAIT ({waited!r}): the writes were applied on the primary, "
+                    "but whether a replica has them is unknown",
                     results,
                     len(results),
+                    asked=asked,
+                )
+            marked, _, reply = waited.replies
+            applied = (
+                f"the writes were applied on the primary at {waited.address} (the "
+                f"{len(results)} answer(s) in .results stand there), but"
+            )
+            lost = "they may be lost if that primary fails now"
+            if isinstance(marked, Exception):
+                raise NotReplicatedError(
+                    f"{applied} the write that WAIT {asked} needs after them (SET of the "
+                    f"marker key) failed ({marked}), so no replica could be asked: {lost}",
+                    results,
+                    len(results),
+                    address=waited.address,
+                    asked=asked,
+                )
+            if isinstance(reply, bool) or not isinstance(reply, int):
+                said = (
+                    f"failed ({reply})" if isinstance(reply, Exception) else f"answered {reply!r}"
+                )
+                raise NotReplicatedError(
+                    f"{applied} WAIT {asked} {said}, so no replica could be asked: {lost}",
+                    results,
+                    len(results),
+                    address=waited.address,
+                    asked=asked,
+                )
+            if reply < asked:
+                raise NotReplicatedError(
+                    f"{applied} {reply} of the {asked} replica(s) asked confirmed them, and "
+                    f"every write before them, within {self.wait_millis} ms (WAIT {asked}): "
+                    f"{lost}",
+                    results,
+                    len(results),
+                    address=waited.address,
+                    confirmed=reply,
+                    asked=asked,
                 )
 
     # -- the manifest of a sharded filter -------------------------------------------------------
@@ -614,16 +749,27 @@ class Core:
 
     # -- count and info -----------------------------------------------------------------------
 
-    @staticmethod
-    def merge_info(replies: Sequence[Any]) -> dict[str, Any]:
-        """``BF.INFO`` of every shard as one: counts and sizes summed, the rest the first's."""
-        infos = [info_dict(reply) for reply in replies]
-        merged = dict(infos[0])
-        for name in ("Capacity", "Size", "Number of filters", "Number of items inserted"):
-            if all(name in info for info in infos):
-                merged[name] = sum(int(info[name]) for info in infos)
-        if len(infos) > 1:
-            merged["Shards"] = len(infos)
+    def merge_info(self, infos: Sequence[dict[str, Any] | None]) -> dict[str, Any]:
+        """``BF.INFO`` of every shard as one (None for a shard not created yet): counts and sizes
+        summed, the rest the first existing shard's, and ``Shards``.
+
+        A missing shard counts as the empty shard that the first write to it creates: its
+        capacity (the one it will be created with), no sub-filter, no item, and 0 bytes (it takes
+        no memory yet). With no shard at all, ``Expansion rate`` (a shard's) is left out."""
+        present = [info for info in infos if info is not None]
+        missing = len(infos) - len(present)
+        merged = dict(present[0]) if present else {}
+        for name, absent in (
+            ("Capacity", self.creation.capacity),
+            ("Size", 0),
+            ("Number of filters", 0),
+            ("Number of items inserted", 0),
+        ):
+            if all(name in info for info in present):
+                merged[name] = sum(int(info[name]) for info in present) + missing * absent
+        if not present and self.options.window is not None:
+            merged["Window"] = self.options.window
+        merged["Shards"] = len(infos)
         return merged
 
     # -- the operations (what ``BloomFilter`` and its asyncio twin run) --------------------------
@@ -659,20 +805,29 @@ class Core:
         if not self.checked:
             self.check_manifest((yield Call(("GET", self.key))), claimed=False)
 
-    def check(self) -> Operation[bool]:
+    def check(self, write: bool = False) -> Operation[bool]:
         """A sharded filter's parameters, checked against (or written at) its key, once: True if
-        this wrote them."""
-        if self.checked:
-            return False
-        return self.check_manifest((yield Call(self.manifest_command(), {"get": True})))
+        this wrote them. Before the first write with ``wait_for_replicas``, they are confirmed
+        on the replicas of their own node (which may hold no shard written)."""
+        created = False
+        if not self.checked:
+            created = self.check_manifest((yield Call(self.manifest_command(), {"get": True})))
+        if write and self.wait_for_replicas and self.shards is not None:
+            if not self.manifest_replicated:
+                replies = yield Batch([("EXISTS", self.key)], wait=True)
+                self.check_waits(replies[1:], [])
+                self.manifest_replicated = True
+        return created
 
     def create(self) -> Operation[bool]:
-        """Reserves the filter (every shard) if missing: True if this call created it. A key
-        holding anything else raises ``KeyTypeError``."""
-        created = yield from self.check()
+        """Reserves the filter (every shard) if missing: True if this call created anything (the
+        key, a shard, or a sharded filter's parameters). A key holding anything else raises
+        ``KeyTypeError``. With ``wait_for_replicas``, the answer is confirmed as a write's."""
+        created = yield from self.check(write=True)
         reserve = [("BF.RESERVE", key, *self.creation.reserve_args()) for key in self.keys]
-        replies = yield Batch(reserve)
-        for key, reply in zip(self.keys, replies, strict=True):
+        wait = self.wait_for_replicas > 0
+        replies = yield Batch(reserve, wait)
+        for key, reply in zip(self.keys, replies[: len(reserve)], strict=True):
             if isinstance(reply, ResponseError):
                 failure = reserve_failure(reply)
                 if failure is not None:
@@ -680,8 +835,10 @@ class Core:
                 key_type = str(decode(self.answer((yield Call(("TYPE", key))))))
                 if key_type != FILTER_TYPE:
                     raise KeyTypeError(key, key_type)
-            elif self.shards is None:
+            else:
                 created = True
+        if wait:
+            self.check_waits(replies[len(reserve) :], [])
         return created
 
     def key_type(self) -> Operation[str]:
@@ -706,20 +863,29 @@ class Core:
     def info(self) -> Operation[dict[str, Any]]:
         yield from self.verify()
         replies = yield Batch([("BF.INFO", key) for key in self.keys])
-        infos = [self.answer(reply) for reply in replies]
-        return info_dict(infos[0]) if self.shards is None else self.merge_info(infos)
+        if self.shards is None:
+            return info_dict(self.answer(replies[0]))
+        infos = [
+            None if is_not_found(reply) else info_dict(self.answer(reply)) for reply in replies
+        ]
+        if all(info is None for info in infos):
+            # No shard yet: the filter exists if its parameters do (``count()`` answers 0 then).
+            if not int(self.answer((yield Call(("EXISTS", self.key))))):
+                self.answer(replies[0])  # "not found", as for one key
+        return self.merge_info(infos)
 
     def delete(self) -> Operation[int]:
         yield from self.verify()
         keys = self.keys if self.shards is None else (*self.keys, self.key)
         replies = yield Batch([("DEL", key) for key in keys])
         self.checked = self.shards is None
+        self.manifest_replicated = False
         self.creation = self.own_creation()
         self._insert_args = self.creation.insert_args()
         return sum(int(self.answer(reply)) for reply in replies)
 
     def batched(self, items: Iterable[Item], write: bool) -> Operation[list[bool]]:
-        yield from self.check()
+        yield from self.check(write)
         answers: list[bool] = []
         for round_trip in self.rounds(items, write):
             commands = round_trip.commands

@@ -23,7 +23,17 @@ from typing import Any, TypeVar
 from redis.asyncio.cluster import PipelineCommand
 from redis.exceptions import RedisError, ResponseError
 
-from ._core import Batch, BloomFilterBase, Call, Core, Item, Operation, is_cluster
+from ._core import (
+    Batch,
+    BloomFilterBase,
+    Call,
+    Core,
+    Item,
+    Operation,
+    Waited,
+    is_cluster,
+    server_address,
+)
 
 __all__ = ["BloomFilter"]
 
@@ -56,20 +66,29 @@ class BloomFilter(BloomFilterBase):
         pipe = self.client.pipeline(transaction=False)
         for command in request.commands:
             pipe.execute_command(*command)
-        if request.wait:
-            pipe.execute_command(*self._core.wait())
+        waits = self._core.wait_commands(request.commands[0][1]) if request.wait else []
+        for command in waits:
+            pipe.execute_command(*command)
         replies = await pipe.execute(raise_on_error=False)
         Core.raise_transport(replies)
-        return replies
+        if not request.wait:
+            return replies
+        sent = len(request.commands)
+        return [*replies[:sent], Waited(server_address(self.client), replies[sent:])]
 
     async def _send_waited(self, request: Batch) -> list[Any]:
-        """As ``redis_bf.BloomFilter._send_waited``: each node's writes and a ``WAIT`` on one
-        connection of the node, nodes at once."""
+        """As ``redis_bf.BloomFilter._send_waited``: each node's writes and
+        ``Core.wait_commands`` on one connection of the node, nodes at once."""
         await self.client.initialize()  # the slots, for get_node_from_key (once)
         groups = self._core.wait_groups(request)
         stacks = [
             [PipelineCommand(i, *request.commands[i]) for i in positions]
-            + [PipelineCommand(len(positions), *self._core.wait())]
+            + [
+                PipelineCommand(len(positions) + n, *command)
+                for n, command in enumerate(
+                    self._core.wait_commands(request.commands[positions[0]][1])
+                )
+            ]
             for _, positions in groups
         ]
         try:
@@ -85,12 +104,12 @@ class BloomFilter(BloomFilterBase):
             raise
         replies: list[Any] = [None] * len(request.commands)
         waits = []
-        for (_, positions), stack in zip(groups, stacks, strict=True):
+        for (node, positions), stack in zip(groups, stacks, strict=True):
             if any(isinstance(command.result, ResponseError) for command in stack):
                 await self._refresh(request.commands[positions[0]][1])
             for position, command in zip(positions, stack, strict=False):
                 replies[position] = command.result
-            waits.append(stack[-1].result)
+            waits.append(Waited(node.name, [command.result for command in stack[len(positions) :]]))
         return replies + waits
 
     async def _refresh(self, key: str) -> None:
@@ -101,7 +120,7 @@ class BloomFilter(BloomFilterBase):
             pass
 
     async def create(self) -> bool:
-        """Reserves the filter (every shard) if missing: True if this call created it."""
+        """Reserves the filter (every shard) if missing: True if this call created anything."""
         return await self._run(self._core.create())
 
     async def key_type(self) -> str:
@@ -128,7 +147,8 @@ class BloomFilter(BloomFilterBase):
         return await self._run(self._core.count())
 
     async def info(self) -> dict[str, Any]:
-        """``BF.INFO`` as a dict (summed over the shards, with Shards, for a sharded filter)."""
+        """``BF.INFO`` as a dict (summed over the shards, with Shards, for a sharded filter; a
+        shard not created yet counts as empty, 0 bytes)."""
         return await self._run(self._core.info())
 
     async def delete(self) -> int:

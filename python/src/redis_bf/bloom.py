@@ -42,6 +42,7 @@ from ._core import (
     ModuleMissingError,
     NotReplicatedError,
     Operation,
+    Waited,
     as_bool,
     as_bools,
     chunks,
@@ -95,7 +96,7 @@ def require_module(client: Any, key: str) -> None:
 class BloomFilter(BloomFilterBase):
     """A redis-bf Bloom filter at ``key``, created by the first write with ``capacity`` and
     ``error_rate`` (and ``window``, in seconds or a ``timedelta``: remember each item for that
-    long, not forever).
+    long, not forever; None or 0: no window).
 
     ``add``/``add_many`` answer whether each item was new (and record it); ``item in bf``,
     ``contains`` and ``contains_many`` whether it may have been added (False: certainly not).
@@ -119,7 +120,10 @@ class BloomFilter(BloomFilterBase):
     round trip per node.
 
     ``wait_for_replicas=n`` makes every write wait (``WAIT n``, on each node written, at most
-    ``wait_timeout`` seconds) until n replicas have it; fewer raise ``NotReplicatedError``.
+    ``wait_timeout`` seconds) until n replicas have it, and every write the primary made before
+    it (the answers report them: an add answers "seen" for another client's write): fewer raise
+    ``NotReplicatedError``. For that, each node's writes are followed by a ``SET`` and a ``DEL``
+    of a key of their own, ``<key>:redis-bf-wait`` (with a hash tag), which the ``WAIT`` covers.
     """
 
     def _run(self, operation: Operation[T]) -> T:
@@ -142,23 +146,28 @@ class BloomFilter(BloomFilterBase):
         pipe = self.client.pipeline(transaction=False)
         for command in request.commands:
             pipe.execute_command(*command)
-        if request.wait:
-            pipe.execute_command(*self._core.wait())
+        waits = self._core.wait_commands(request.commands[0][1]) if request.wait else []
+        for command in waits:
+            pipe.execute_command(*command)
         replies = pipe.execute(raise_on_error=False)
         Core.raise_transport(replies)
-        return replies
+        if not request.wait:
+            return replies
+        sent = len(request.commands)
+        return [*replies[:sent], Waited(server_address(self.client), replies[sent:])]
 
     def _send_waited(self, request: Batch) -> list[Any]:
         """Writes that must reach replicas, on a cluster: each node's in turn, on one connection
-        of its own, then ``WAIT`` there (see ``Core.wait_groups``); the replies, the ``WAIT``s'
-        last."""
+        of its own, then ``Core.wait_commands`` there (see ``Core.wait_groups``); the replies,
+        then a ``Waited`` per node."""
         replies: list[Any] = [None] * len(request.commands)
         waits = []
         for node, positions in self._core.wait_groups(request):
             pipe = self.client.get_redis_connection(node).pipeline(transaction=False)
             for position in positions:
                 pipe.execute_command(*request.commands[position])
-            pipe.execute_command(*self._core.wait())
+            for command in self._core.wait_commands(request.commands[positions[0]][1]):
+                pipe.execute_command(*command)
             try:
                 out = pipe.execute(raise_on_error=False)
                 Core.raise_transport(out)
@@ -169,7 +178,7 @@ class BloomFilter(BloomFilterBase):
                 self._refresh(request.commands[positions[0]][1])
             for position, reply in zip(positions, out, strict=False):
                 replies[position] = reply
-            waits.append(out[-1])
+            waits.append(Waited(node.name, out[len(positions) :]))
         return replies + waits
 
     def _refresh(self, key: str) -> None:
@@ -184,7 +193,8 @@ class BloomFilter(BloomFilterBase):
         """Reserves the filter if the key is missing: True if this call created it.
 
         An existing filter is left alone (False); a key holding anything else raises
-        ``KeyTypeError``. A sharded filter reserves every shard.
+        ``KeyTypeError``. A sharded filter reserves every shard not created yet: True if this
+        created any (or the parameters at the key).
         """
         return self._run(self._core.create())
 
@@ -220,8 +230,9 @@ class BloomFilter(BloomFilterBase):
     def info(self) -> dict[str, Any]:
         """``BF.INFO`` as a dict: Capacity, Size, Number of filters, Number of items inserted,
         Expansion rate, and Window (seconds) for a windowed filter; for a sharded filter the
-        counts and sizes are summed and Shards is added. A missing key (or shard) raises
-        ``ResponseError('not found')``."""
+        counts and sizes are summed and Shards is added, a shard not created yet counting as the
+        empty shard its first write creates (its capacity, no sub-filter, no item, 0 bytes).
+        A missing filter raises ``ResponseError('not found')``."""
         return self._run(self._core.info())
 
     def delete(self) -> int:

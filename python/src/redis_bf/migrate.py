@@ -21,27 +21,37 @@ running with the set dupefilter would get ``WRONGTYPE`` errors once the key hold
 
 A string key (the bit array of a client-side filter such as scrapy-redis-bloomfilter) cannot be
 converted: see ``BIT_STRING_ADVICE``. ``--urls FILE`` instead loads the fingerprints of known URLs.
+
+Every failure, bad arguments included, is one line on stderr, ``error: ...``, and the exit status:
+2 for a command line that cannot be used (an option's value, a malformed ``--url``, options that do
+not go together), 1 for anything else (the server, the key, the ``--urls`` file, Scrapy missing).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
+from urllib.parse import urlsplit
 
 import redis
 from redis.exceptions import RedisError, ResponseError
 
+from ._core import MANIFEST_FORMAT, MAX_WINDOW
 from .bloom import (
     FILTER_TYPE,
     BloomFilter,
     BloomFilterError,
     FilterOptions,
+    KeyTypeError,
     ModuleMissingError,
     as_bools,
     decode,
@@ -54,20 +64,19 @@ TEMP_SUFFIX = ":redis-bf-migrating"
 NEXT_CLASS = "redis_bf.scrapy.RFPDupeFilter"
 BACKUP_SUFFIX = ":scrapy-redis-set"
 
-BIT_STRING_ADVICE = """\
-{key} is a string of {size:,} bytes: the bit array of a client-side Bloom filter, such as
-scrapy-redis-bloomfilter's (GETBIT/SETBIT). It cannot be converted: its bits are positions from
-that package's own hash functions, and a Bloom filter cannot list the fingerprints it holds, so
-there is nothing to replay into the module's hashing. Instead, either:
-  - let the crawl that uses it finish as it is, and start the next crawl with
-    redis_bf.scrapy.RFPDupeFilter; or
-  - switch now (SCHEDULER = "scrapy_redis.scheduler.Scheduler", DUPEFILTER_CLASS =
-    "redis_bf.scrapy.RFPDupeFilter"): the new filter gets a key of its own (<spider>:dupefilter,
-    where scrapy-redis-bloomfilter uses <spider>:bloomfilter), the request queue carries on
-    (SCHEDULER_PERSIST = True), and pages fetched before may be fetched once more; delete {key}
-    afterwards to free its memory; or
-  - if you know the URLs fetched so far (your items, logs or database), load their fingerprints
-    into the new key first: python -m redis_bf.migrate --urls fetched.txt <new key>"""
+# One line, as every error of the command; the package README ("From scrapy-redis-bloomfilter:
+# not convertible") and --help say more.
+BIT_STRING_ADVICE = (
+    "{key} is a string of {size:,} bytes, the bit array of a client-side Bloom filter such as "
+    "scrapy-redis-bloomfilter's: it cannot be converted (its bits come from that package's own "
+    "hashing, and a Bloom filter cannot list what it holds); finish that crawl with it, or start "
+    "redis_bf.scrapy.RFPDupeFilter on a key of its own, loaded first with --urls FILE if you "
+    "know the URLs fetched so far"
+)
+SCRAPY_NEEDED = (
+    "--urls needs Scrapy and scrapy-redis (the fingerprints are scrapy-redis's), and {missing}: "
+    "install them (pip install scrapy scrapy-redis)"
+)
 
 # KEYS: the set, the filter built beside it, the name the set moves to with --keep-set.
 # ARGV: the set's member count when the copy started, the filter's type, 'keep' or 'free'.
@@ -97,6 +106,20 @@ return 1
 
 class MigrationError(Exception):
     """The key cannot be migrated; the message says why and what to do."""
+
+
+def sharded_parameters(client: redis.Redis, key: str) -> dict[str, Any] | None:
+    """The parameters a sharded ``BloomFilter`` keeps at its key (a short JSON string), or None
+    if ``key`` holds anything else."""
+    if str(decode(client.type(key))) != "string" or int(client.strlen(key)) > 4096:
+        return None
+    try:
+        stored = json.loads(decode(client.get(key)))
+    except (TypeError, ValueError, UnicodeDecodeError):
+        return None
+    if isinstance(stored, dict) and stored.get("format") == MANIFEST_FORMAT:
+        return stored
+    return None
 
 
 @dataclass
@@ -183,6 +206,13 @@ def migrate_set(
             "SCHEDULER_DUPEFILTER_KEY, by default <spider>:dupefilter)"
         )
     if kind == "string":
+        sharded = sharded_parameters(client, key)
+        if sharded is not None:
+            report(
+                f"{key} is already a Bloom filter, sharded over {sharded.get('shards')} keys: "
+                "nothing to do"
+            )
+            return None
         raise MigrationError(BIT_STRING_ADVICE.format(key=key, size=client.strlen(key)))
     if kind != "set":
         raise MigrationError(f"{key} holds a {kind}, not a scrapy-redis set: nothing to migrate")
@@ -313,17 +343,24 @@ def load_urls(
     options: FilterOptions | None = None,
     *,
     report: Callable[[str], None] = print,
+    batch_size: int = 1000,
 ) -> int:
     """Adds the scrapy-redis fingerprints of GET requests for ``urls`` to the filter at ``key``
-    (created with ``options`` if missing); returns how many were new. Needs Scrapy and
-    scrapy-redis (the fingerprints are theirs).
+    (created with ``options`` if missing), ``batch_size`` to a command; returns how many were
+    new. Needs Scrapy and scrapy-redis (the fingerprints are theirs): ``MigrationError`` if
+    either is missing.
 
     Every line is read and checked first: a line that is not a URL (blank lines and lines
     starting with ``#`` are skipped) raises ``MigrationError`` naming it, and nothing is loaded.
+    A key that holds something else than a filter raises ``MigrationError`` too.
     """
-    from scrapy import Request
+    try:
+        from scrapy import Request
 
-    from .scrapy import RFPDupeFilter
+        from .scrapy import RFPDupeFilter
+    except ImportError as error:
+        missing = f"{error.name} is not installed" if error.name else str(error)
+        raise MigrationError(SCRAPY_NEEDED.format(missing=missing)) from None
 
     options = options or FilterOptions(DEFAULT_CAPACITY, DEFAULT_ERROR_RATE)
     dupefilter = RFPDupeFilter(
@@ -345,18 +382,129 @@ def load_urls(
                 f"line {number} is not a URL ({url[:80]!r}: {error}): nothing was loaded"
             ) from None
     # Only now, with every line read: the filter is created if missing.
-    dupefilter.open()
-    answers = dupefilter.filter.add_many(fingerprints)
+    sharded = sharded_parameters(client, key)
+    if sharded is not None:
+        raise MigrationError(
+            f"{key} is a Bloom filter sharded over {sharded.get('shards')} keys: --urls loads "
+            "one-key filters only (load it with redis_bf.BloomFilter(..., "
+            f"shards={sharded.get('shards')}).add_many)"
+        )
+    kind = str(decode(client.type(key)))
+    if kind not in (FILTER_TYPE, "none"):
+        hint = (
+            f"convert it first ({program_name()} {key}), then load the URLs"
+            if kind == "set"
+            else "give another key, or delete it"
+        )
+        raise MigrationError(f"{key} holds a {kind}, not a Bloom filter: {hint}")
+    dupefilter.open()  # creates the filter if missing, says so in the log (and a window's mismatch)
+    loader = BloomFilter(
+        client, key, options.capacity, options.error_rate, window=options.window,
+        batch_size=batch_size,
+    )  # fmt: skip
+    answers = loader.add_many(fingerprints)
     report(f"{key}: {len(answers):,} URLs loaded, {sum(answers):,} of them new to the filter")
     return sum(answers)
 
 
 def positive(text: str) -> int:
     """An argument that must be a whole number of at least 1."""
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value}: must be at least 1")
     return value
+
+
+def error_rate_arg(text: str) -> float:
+    """A false-positive rate: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a number") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text}: must be strictly between 0 and 1")
+    return value
+
+
+def window_arg(text: str) -> int | None:
+    """A window in whole seconds, 0 for none."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be whole seconds") from None
+    if not 0 <= value <= MAX_WINDOW:
+        raise argparse.ArgumentTypeError(
+            f"{value}: must be from 1 to {MAX_WINDOW} seconds (ten years), or 0 for none"
+        )
+    return value or None
+
+
+def interval_arg(text: str) -> float:
+    """Seconds between progress lines: a finite number, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be 0 or more seconds")
+    return value
+
+
+class UsageError(Exception):
+    """A command line that cannot be used: exit status 2, one line on stderr."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, its errors raised (``UsageError``) rather than printed with the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def connect(url: str) -> redis.Redis:
+    """A client for ``--url``, every part of the URL checked before anything is sent (redis-py
+    takes a path that is not a number for database 0, and some parameters only fail later)."""
+    try:
+        parts = urlsplit(url)
+        if parts.scheme in ("redis", "rediss"):
+            database = parts.path.strip("/")
+            if database and not database.isdigit():
+                raise ValueError(f"the database in its path must be a number, not {database!r}")
+        client = redis.Redis.from_url(url)
+        pool = client.connection_pool
+        pool.connection_class(**pool.connection_kwargs)  # a connection object, not connected
+    except (TypeError, ValueError, redis.RedisError) as error:
+        message = str(error)
+        unknown = re.search(r"unexpected keyword argument '(\w+)'", message)
+        if unknown:
+            message = f"unknown parameter {unknown.group(1)!r}"
+        raise UsageError(f"argument --url: {message}") from None
+    return client
+
+
+def read_lines(name: str) -> Iterable[str]:
+    """The lines of ``--urls`` (``-``: stdin), decoded as UTF-8; ``MigrationError`` if the file
+    cannot be read or a line is not UTF-8 (before anything is loaded: ``load_urls`` reads them
+    all first)."""
+    try:
+        if name == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(name, "rb") as file:
+                data = file.read()
+    except OSError as error:
+        raise MigrationError(f"cannot read --urls {name}: {error.strerror or error}") from None
+    for number, line in enumerate(data.splitlines(), start=1):
+        try:
+            yield line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise MigrationError(
+                f"line {number} of --urls {name} is not UTF-8 text ({error.reason} at byte "
+                f"{error.start + 1}): nothing was loaded"
+            ) from None
 
 
 COMMAND = "redis-bf-migrate"
@@ -382,9 +530,44 @@ def program_name() -> str:
 
 def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     """The command line (``redis-bf-migrate``, ``python -m redis_bf.migrate``): returns the exit
-    status, 0 or 1; ``--help``, ``--version`` and bad arguments raise ``SystemExit`` (0, 0, 2)."""
-    parser = argparse.ArgumentParser(
-        prog=program_name(),
+    status: 0 done (or nothing to do), 1 failed, 2 a command line that cannot be used; each
+    failure is one line on stderr, ``error: ...``. ``--help`` and ``--version`` raise
+    ``SystemExit(0)``."""
+    prog = program_name()
+    try:
+        return run(prog, argv, out or sys.stdout)
+    except UsageError as error:
+        print(f"error: {error} (see {prog} --help)", file=sys.stderr)
+        return 2
+    except (MigrationError, ModuleMissingError, KeyTypeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except redis.AuthenticationError as error:
+        print(
+            "error: the server refused the credentials of --url "
+            f"(redis://user:password@host:port/db gives them): {error}",
+            file=sys.stderr,
+        )
+        return 1
+    except (redis.ConnectionError, redis.TimeoutError) as error:
+        print(f"error: cannot talk to the server of --url: {error}", file=sys.stderr)
+        return 1
+    except RedisError as error:
+        moved = re.match(r"MOVED \d+ (\S+)", str(error))
+        if moved:
+            print(
+                f"error: the key is served by another node of the cluster, {moved.group(1)}: "
+                f"give that node's address (--url redis://{moved.group(1)})",
+                file=sys.stderr,
+            )
+        else:
+            print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
+
+
+def parser_for(prog: str) -> ArgumentParser:
+    parser = ArgumentParser(
+        prog=prog,
         description=(
             "Convert a scrapy-redis fingerprint set (<spider>:dupefilter) into a redis-bf Bloom "
             "filter under the same key, atomically, so the crawl resumes with "
@@ -396,7 +579,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
             "cannot be converted: its bits come from that package's own hashing, and a Bloom "
             "filter cannot list what it holds. Finish that crawl with it, or start the new "
             "dupefilter on a key of its own (optionally loaded with --urls) and accept that "
-            "some pages may be fetched once more."
+            "some pages may be fetched once more. Exit status: 0 done, 1 failed, 2 a command "
+            "line that cannot be used; each failure is one line on stderr."
         ),
     )
     parser.add_argument("key", help="the dupefilter key, e.g. myspider:dupefilter")
@@ -405,20 +589,20 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     )
     parser.add_argument(
         "--capacity",
-        type=int,
+        type=positive,
         default=DEFAULT_CAPACITY,
-        help="BLOOMFILTER_CAPACITY for the new filter, raised to the set's size if smaller "
-        "(default: %(default)s)",
+        help="BLOOMFILTER_CAPACITY for the new filter, at least 1, raised to the set's size if "
+        "smaller (default: %(default)s)",
     )
     parser.add_argument(
         "--error-rate",
-        type=float,
+        type=error_rate_arg,
         default=DEFAULT_ERROR_RATE,
-        help="BLOOMFILTER_ERROR_RATE for the new filter (default: %(default)g)",
+        help="BLOOMFILTER_ERROR_RATE for the new filter, between 0 and 1 (default: %(default)g)",
     )
     parser.add_argument(
         "--window",
-        type=int,
+        type=window_arg,
         default=None,
         metavar="SECONDS",
         help="BLOOMFILTER_WINDOW for the new filter: a windowed filter, every fingerprint "
@@ -428,7 +612,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
         "--batch",
         type=positive,
         default=1000,
-        help="members per SSCAN and BF.INSERT, at least 1 (default: %(default)s)",
+        help="members per SSCAN and BF.INSERT (with --urls, fingerprints per BF.INSERT), at "
+        "least 1 (default: %(default)s)",
     )
     parser.add_argument(
         "--keep-set",
@@ -437,50 +622,48 @@ def main(argv: list[str] | None = None, out: TextIO | None = None) -> int:
     )
     parser.add_argument(
         "--progress-interval",
-        type=float,
-        default=1.0,
-        help="seconds between progress lines (0: every batch)",
+        type=interval_arg,
+        default=None,
+        help="seconds between progress lines (0: every batch; default: 1)",
     )
     parser.add_argument(
         "--urls",
         metavar="FILE",
         help="instead: add the fingerprints of these URLs (one a line, - for stdin) to the "
-        "filter at key",
+        "filter at key (needs Scrapy and scrapy-redis)",
     )
     parser.add_argument("--version", action="version", version=f"{COMMAND} {package_version()}")
-    args = parser.parse_args(argv)
-    out = out or sys.stdout
+    return parser
+
+
+def run(prog: str, argv: list[str] | None, out: TextIO) -> int:
+    """``main`` without its error handling."""
+    args = parser_for(prog).parse_args(argv)
 
     def report(line: str) -> None:
         print(line, file=out, flush=True)
 
-    try:
-        options = FilterOptions(args.capacity, args.error_rate, args.window or None)
-    except (TypeError, ValueError) as error:
-        parser.error(str(error))
-    client = redis.Redis.from_url(args.url)
-    try:
-        # Before anything is built: a server without the module says so in one line.
-        require_module(client, args.key)
-        if args.urls:
-            with open(args.urls) if args.urls != "-" else sys.stdin as lines:
-                load_urls(client, args.key, lines, options, report=report)
-            return 0
-        migration = migrate_set(
-            client,
-            args.key,
-            options,
-            batch_size=args.batch,
-            keep_set=args.keep_set,
-            report=report,
-            progress_interval=args.progress_interval,
-        )
-    except (MigrationError, ModuleMissingError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except RedisError as error:
-        print(f"error: {type(error).__name__}: {error}", file=sys.stderr)
-        return 1
+    if args.urls is not None and args.keep_set:
+        raise UsageError("--keep-set goes with a set's migration, not with --urls")
+    if args.urls is not None and args.progress_interval is not None:
+        raise UsageError("--progress-interval goes with a set's migration, not with --urls")
+    options = FilterOptions(args.capacity, args.error_rate, args.window)
+    client = connect(args.url)
+    # Before anything is built: a server without the module says so in one line.
+    require_module(client, args.key)
+    if args.urls is not None:
+        lines = read_lines(args.urls)
+        load_urls(client, args.key, lines, options, report=report, batch_size=args.batch)
+        return 0
+    migration = migrate_set(
+        client,
+        args.key,
+        options,
+        batch_size=args.batch,
+        keep_set=args.keep_set,
+        report=report,
+        progress_interval=1.0 if args.progress_interval is None else args.progress_interval,
+    )
     if migration is not None:
         report(f'next: set DUPEFILTER_CLASS = "{NEXT_CLASS}" and start the spiders again')
     return 0
