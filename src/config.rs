@@ -1,20 +1,22 @@
 //! Server-wide settings: the defaults a filter gets when a command does not say, and the ceiling on
 //! the size of one filter. Each is a Redis 7 module config (`CONFIG GET/SET bf.<name>`), and can be
 //! given as a module load argument (`loadmodule libredis_bf.so error-rate 0.001`), under its own
-//! name or RedisBloom's (`ERROR_RATE`, `INITIAL_SIZE`).
+//! name or RedisBloom's (`ERROR_RATE`, `INITIAL_SIZE`, and Redis 8's `bf-error-rate`,
+//! `bf-initial-size`, `bf-expansion-factor`). Where the server takes configs without the module's
+//! prefix (Redis 8), Redis 8's names are configs too, each the same setting as its `bf.` twin.
 //!
-//! | config | default | range |
-//! |---|---|---|
-//! | `bf.error-rate` | 0.01 | 2^-1020 (8.9e-308) up to, not including, 1 |
-//! | `bf.initial-size` | 100 | 1 to 2^63 - 1 |
-//! | `bf.expansion-factor` | 2 | 1 to 32768 |
-//! | `bf.max-filter-bytes` | 1 GiB | 1 KiB and up |
-//! | `bf.layout` | classic | classic, blocked |
+//! | config | Redis 8's name | default | range |
+//! |---|---|---|---|
+//! | `bf.error-rate` | `bf-error-rate` | 0.01 | 2^-1020 (8.9e-308) up to, not including, 1 |
+//! | `bf.initial-size` | `bf-initial-size` | 100 | 1 to 2^63 - 1 |
+//! | `bf.expansion-factor` | `bf-expansion-factor` | 2 | 0 (NONSCALING) to 32768 |
+//! | `bf.max-filter-bytes` | | 1 GiB | 1 KiB and up |
+//! | `bf.layout` | | classic | classic, blocked |
 
 use crate::error::BfError;
 use crate::parse::{parse_capacity, parse_error_rate, parse_expansion, parse_layout};
 use bf_filter::sizing::Layout;
-use bf_filter::MAX_EXPANSION;
+use bf_filter::{Growth, MAX_EXPANSION};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -33,18 +35,24 @@ static LAYOUT: AtomicU64 = AtomicU64::new(0);
 pub struct Defaults {
     pub error: f64,
     pub capacity: u64,
-    pub expansion: u16,
+    /// Scaling by `bf.expansion-factor`, or NONSCALING where it is 0 (as RedisBloom 8 reads
+    /// its `bf-expansion-factor`).
+    pub growth: Growth,
     pub layout: Layout,
 }
 
 /// The current defaults (`bf.error-rate`, `bf.initial-size`, `bf.expansion-factor`,
 /// `bf.layout`).
 pub fn defaults() -> Defaults {
+    // Kept within 0 to MAX_EXPANSION by the config's bounds.
+    let expansion = u16::try_from(EXPANSION.load(Ordering::Relaxed)).unwrap_or(MAX_EXPANSION);
     Defaults {
         error: f64::from_bits(ERROR_RATE.load(Ordering::Relaxed)),
         capacity: INITIAL_SIZE.load(Ordering::Relaxed),
-        // Kept within 1 to MAX_EXPANSION by the config's bounds.
-        expansion: u16::try_from(EXPANSION.load(Ordering::Relaxed)).unwrap_or(MAX_EXPANSION),
+        growth: match expansion {
+            0 => Growth::Fixed,
+            expansion => Growth::Scaling { expansion },
+        },
         layout: layout_of(LAYOUT.load(Ordering::Relaxed)),
     }
 }
@@ -97,7 +105,10 @@ impl Setting {
     /// in any letter case.
     fn named(name: &[u8]) -> Option<Setting> {
         let name = String::from_utf8_lossy(name).to_ascii_lowercase();
-        let name = name.strip_prefix("bf.").unwrap_or(&name);
+        let name = name
+            .strip_prefix("bf.")
+            .or_else(|| name.strip_prefix("bf-"))
+            .unwrap_or(&name);
         match name {
             "error-rate" | "error_rate" => Some(Setting::ErrorRate),
             "initial-size" | "initial_size" => Some(Setting::InitialSize),
@@ -108,21 +119,11 @@ impl Setting {
         }
     }
 
-    fn config_name(self) -> &'static str {
-        match self {
-            Setting::ErrorRate => "bf.error-rate",
-            Setting::InitialSize => "bf.initial-size",
-            Setting::ExpansionFactor => "bf.expansion-factor",
-            Setting::MaxFilterBytes => "bf.max-filter-bytes",
-            Setting::Layout => "bf.layout",
-        }
-    }
-
     fn range(self) -> &'static str {
         match self {
             Setting::ErrorRate => "a number from 8.900295434028806e-308 up to, not including, 1",
             Setting::InitialSize => "a whole number from 1 to 9223372036854775807",
-            Setting::ExpansionFactor => "a whole number from 1 to 32768",
+            Setting::ExpansionFactor => "a whole number from 0 (NONSCALING) to 32768",
             Setting::MaxFilterBytes => "a size of at least 1024 bytes (units kb, mb, gb allowed)",
             Setting::Layout => "classic or blocked",
         }
@@ -148,7 +149,10 @@ impl Setting {
                 INITIAL_SIZE.store(size, Ordering::Relaxed);
             }
             Setting::ExpansionFactor => {
-                let expansion = parse_expansion(value).map_err(|_| refused())?;
+                let expansion = match value {
+                    b"0" => 0,
+                    value => parse_expansion(value).map_err(|_| refused())?,
+                };
                 EXPANSION.store(u64::from(expansion), Ordering::Relaxed);
             }
             Setting::MaxFilterBytes => {
@@ -201,7 +205,8 @@ pub fn apply_load_arguments(args: &[&[u8]]) -> Result<(), String> {
         let setting = Setting::named(pair[0]).ok_or_else(|| {
             format!(
                 "unknown module argument '{}' (known: error-rate, initial-size, \
-                 expansion-factor, max-filter-bytes, layout, ERROR_RATE, INITIAL_SIZE)",
+                 expansion-factor, max-filter-bytes, layout, ERROR_RATE, INITIAL_SIZE, \
+                 bf-error-rate, bf-initial-size, bf-expansion-factor)",
                 crate::error::quote_token(pair[0])
             )
         })?;
@@ -234,7 +239,7 @@ pub fn numeric() -> [Numeric; 3] {
             name: c"expansion-factor",
             value: &EXPANSION,
             memory: false,
-            min: 1,
+            min: 0,
             max: i64::from(MAX_EXPANSION),
         },
         Numeric {
@@ -258,7 +263,57 @@ pub fn error_rate_text() -> String {
 
 /// `CONFIG SET bf.error-rate`: checks the value and stores it, or says why not.
 pub fn set_error_rate(value: &[u8]) -> Result<(), String> {
-    Setting::ErrorRate.set(value, Setting::ErrorRate.config_name())
+    Setting::ErrorRate.set(value, "bf.error-rate")
+}
+
+/// One of Redis 8's names for RedisBloom's configs (registered without the module's prefix where
+/// the server takes that): a twin of one `bf.*` setting, read and set as text as RedisBloom 8
+/// registers them. Its registered default is the empty text, which setting ignores while the
+/// server applies defaults at load, so that a `bf.*` line of the config file is never undone by
+/// its twin's default (and a twin's line wins over its `bf.*` name's default, applied first).
+pub struct Redis8Name {
+    pub name: &'static CStr,
+    setting: Setting,
+}
+
+/// Redis 8's names, in the order they are registered (after every `bf.*` config).
+pub const REDIS8_NAMES: [Redis8Name; 3] = [
+    Redis8Name {
+        name: c"bf-error-rate",
+        setting: Setting::ErrorRate,
+    },
+    Redis8Name {
+        name: c"bf-initial-size",
+        setting: Setting::InitialSize,
+    },
+    Redis8Name {
+        name: c"bf-expansion-factor",
+        setting: Setting::ExpansionFactor,
+    },
+];
+
+impl Redis8Name {
+    /// Its value, as text: its twin's.
+    pub fn get(&self) -> String {
+        match self.setting {
+            Setting::ErrorRate => error_rate_text(),
+            Setting::InitialSize => INITIAL_SIZE.load(Ordering::Relaxed).to_string(),
+            Setting::ExpansionFactor => EXPANSION.load(Ordering::Relaxed).to_string(),
+            Setting::MaxFilterBytes => MAX_FILTER_BYTES.load(Ordering::Relaxed).to_string(),
+            Setting::Layout => String::from(match layout_of(LAYOUT.load(Ordering::Relaxed)) {
+                Layout::Classic => "classic",
+                Layout::Blocked => "blocked",
+            }),
+        }
+    }
+
+    /// Sets its twin, or says why not; the empty text while `applying_defaults` changes nothing.
+    pub fn set(&self, value: &[u8], applying_defaults: bool) -> Result<(), String> {
+        if value.is_empty() && applying_defaults {
+            return Ok(());
+        }
+        self.setting.set(value, &self.name.to_string_lossy())
+    }
 }
 
 #[cfg(test)]
@@ -301,7 +356,32 @@ mod tests {
             Setting::named(b"max-filter-bytes"),
             Some(Setting::MaxFilterBytes)
         );
+        assert_eq!(Setting::named(b"bf-error-rate"), Some(Setting::ErrorRate));
+        assert_eq!(
+            Setting::named(b"bf-expansion-factor"),
+            Some(Setting::ExpansionFactor)
+        );
         assert_eq!(Setting::named(b"error"), None);
+    }
+
+    #[test]
+    fn redis8_names_are_twins_that_ignore_their_empty_default_at_load() {
+        let [rate, size, expansion] = &REDIS8_NAMES;
+        assert_eq!(size.set(b"", true), Ok(()));
+        assert!(size
+            .set(b"", false)
+            .unwrap_err()
+            .starts_with("bad value '' for bf-initial-size"));
+        assert_eq!(expansion.set(b"0", false), Ok(()));
+        assert_eq!(expansion.get(), "0");
+        assert_eq!(defaults().growth, Growth::Fixed);
+        assert_eq!(expansion.set(b"2", false), Ok(()));
+        assert_eq!(defaults().growth, Growth::Scaling { expansion: 2 });
+        assert!(rate
+            .set(b"2", false)
+            .unwrap_err()
+            .contains("for bf-error-rate: must be"));
+        assert_eq!(rate.get(), error_rate_text());
     }
 
     #[test]

@@ -55,6 +55,9 @@ pub enum BfError {
         maxmemory: u64,
         used: u64,
     },
+    /// The filter would take `bytes` in all, more than `maxmemory` itself: whatever the server
+    /// evicts, it can never fit (`OOM`, under every policy).
+    LargerThanMaxMemory { bytes: u64, maxmemory: u64 },
     /// A scaling filter cannot add another sub-filter.
     CannotGrow,
     /// A window outside 1 second to 10 years.
@@ -77,13 +80,24 @@ pub enum BfError {
     Internal,
 }
 
+/// `maxmemory`, when it is set, as a command's filter meets it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MaxMemory {
+    pub maxmemory: u64,
+    /// The memory in use.
+    pub used: u64,
+    /// The server makes room by evicting keys (an eviction policy with keys to evict): a filter
+    /// is refused only if it is bigger than `maxmemory` itself. Otherwise it must fit in what
+    /// `maxmemory` leaves.
+    pub evicts: bool,
+}
+
 /// What a filter created or grown by one command may take: `bf.max-filter-bytes`, and what
-/// `maxmemory` leaves, if it is set.
+/// `maxmemory` allows, if it is set.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SizeLimit {
     max_filter_bytes: u64,
-    /// `maxmemory` and the memory used, when a maxmemory is set.
-    memory: Option<(u64, u64)>,
+    memory: Option<MaxMemory>,
     /// Bytes the filter already takes (counted in the memory used): growing it needs only what
     /// it adds.
     existing: u64,
@@ -92,7 +106,7 @@ pub struct SizeLimit {
 impl SizeLimit {
     /// The limit for a command of a client: `bf.max-filter-bytes`, and the room under
     /// `maxmemory`.
-    pub fn new(max_filter_bytes: u64, memory: Option<(u64, u64)>) -> SizeLimit {
+    pub fn new(max_filter_bytes: u64, memory: Option<MaxMemory>) -> SizeLimit {
         SizeLimit {
             max_filter_bytes,
             memory,
@@ -117,8 +131,13 @@ impl SizeLimit {
 
     /// The most bytes the filter may take in all.
     pub fn bytes(&self) -> u64 {
-        let room = self.memory.map_or(u64::MAX, |(maxmemory, used)| {
-            self.existing.saturating_add(maxmemory.saturating_sub(used))
+        let room = self.memory.map_or(u64::MAX, |memory| {
+            if memory.evicts {
+                memory.maxmemory
+            } else {
+                let left = memory.maxmemory.saturating_sub(memory.used);
+                self.existing.saturating_add(left)
+            }
         });
         self.max_filter_bytes.min(room)
     }
@@ -127,16 +146,36 @@ impl SizeLimit {
     /// config's, or maxmemory's if that is the bound it passed.
     pub fn refusal(&self, bytes: u64) -> BfError {
         match self.memory {
-            Some((maxmemory, used)) if bytes <= self.max_filter_bytes => BfError::OverMaxMemory {
+            Some(memory) if bytes <= self.max_filter_bytes && memory.evicts => {
+                BfError::LargerThanMaxMemory {
+                    bytes,
+                    maxmemory: memory.maxmemory,
+                }
+            }
+            Some(memory) if bytes <= self.max_filter_bytes => BfError::OverMaxMemory {
                 bytes: bytes.saturating_sub(self.existing),
-                maxmemory,
-                used,
+                maxmemory: memory.maxmemory,
+                used: memory.used,
             },
             _ => BfError::TooLarge {
                 bytes,
                 limit: self.max_filter_bytes,
             },
         }
+    }
+}
+
+/// A `bf.max-filter-bytes` that takes `bytes`, as CONFIG SET reads it (whole gigabytes from 1
+/// GiB up, whole megabytes below), if the config can be that large.
+fn size_to_ask(bytes: u64) -> Option<String> {
+    const MB: u64 = 1 << 20;
+    const GB: u64 = 1 << 30;
+    if bytes > i64::MAX as u64 - GB {
+        None
+    } else if bytes > GB {
+        Some(format!("{}gb", bytes.div_ceil(GB)))
+    } else {
+        Some(format!("{}mb", bytes.div_ceil(MB)))
     }
 }
 
@@ -178,9 +217,9 @@ impl fmt::Display for BfError {
                 "ERR bad error rate: must be a number from {MIN_ERROR_RATE:?} up to, not \
                  including, 1"
             ),
-            BfError::BadCapacity => {
-                f.write_str("ERR bad capacity: must be a whole number from 1 to 9223372036854775807")
-            }
+            BfError::BadCapacity => f.write_str(
+                "ERR bad capacity: must be a whole number from 1 to 9223372036854775807",
+            ),
             BfError::BadExpansion => write!(
                 f,
                 "ERR bad expansion: must be a whole number from 1 to {MAX_EXPANSION}"
@@ -194,10 +233,19 @@ impl fmt::Display for BfError {
             BfError::BadIterator => f.write_str("ERR invalid iterator"),
             BfError::BadChunk(why) => write!(f, "ERR invalid chunk: {why}"),
             BfError::UnknownArgument(token) => write!(f, "ERR unknown argument '{token}'"),
-            BfError::TooLarge { bytes, limit } => write!(
-                f,
-                "ERR filter would use {bytes} bytes, over bf.max-filter-bytes ({limit})"
-            ),
+            BfError::TooLarge { bytes, limit } => {
+                write!(
+                    f,
+                    "ERR filter would use {bytes} bytes, over bf.max-filter-bytes ({limit}); "
+                )?;
+                match size_to_ask(*bytes) {
+                    Some(size) => write!(
+                        f,
+                        "if it is meant to be that big: CONFIG SET bf.max-filter-bytes {size}"
+                    ),
+                    None => f.write_str("no setting allows that much"),
+                }
+            }
             BfError::OutOfMemory { bytes } => write!(
                 f,
                 "ERR out of memory: the server could not allocate {bytes} bytes for the filter"
@@ -211,8 +259,15 @@ impl fmt::Display for BfError {
                 "OOM filter would need {bytes} more bytes, more than maxmemory leaves \
                  ({used} of {maxmemory} bytes used)"
             ),
+            BfError::LargerThanMaxMemory { bytes, maxmemory } => write!(
+                f,
+                "OOM filter would use {bytes} bytes, more than maxmemory ({maxmemory}): no \
+                 eviction can make room for it"
+            ),
             BfError::CannotGrow => f.write_str(
-                "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of range",
+                "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of \
+                 range; add the items to a new filter reserved with more capacity (or a larger \
+                 EXPANSION)",
             ),
             BfError::BadWindow
             | BfError::BadWindowedErrorRate
@@ -224,7 +279,9 @@ impl fmt::Display for BfError {
             | BfError::DumpChanged
             | BfError::ChunkOfAnotherDump => self.fmt_time_or_dump(f),
             BfError::BadLayout => f.write_str("ERR bad layout: must be CLASSIC or BLOCKED"),
-            BfError::Internal => f.write_str("ERR internal error in the bf module (see the server log)"),
+            BfError::Internal => {
+                f.write_str("ERR internal error in the bf module (see the server log)")
+            }
         }
     }
 }

@@ -27,7 +27,11 @@ pub fn parse_command(args: &[&[u8]]) {
     }
     let upper = name.to_ascii_uppercase();
     match upper.as_slice() {
-        b"BF.RESERVE" => drop(Reserve::parse(&args, 2, bf_filter::sizing::Layout::Classic)),
+        b"BF.RESERVE" => drop(Reserve::parse(
+            &args,
+            bf_filter::Growth::Scaling { expansion: 2 },
+            bf_filter::sizing::Layout::Classic,
+        )),
         b"BF.INSERT" => drop(Insert::parse(&args, Creation::defaults())),
         b"BF.INFO" => drop(Field::parse(&args)),
         b"BF.SCANDUMP" | b"BF.LOADCHUNK" => drop(parse_whole(args[2])),

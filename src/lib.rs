@@ -70,7 +70,7 @@ macro_rules! command {
 #[rustfmt::skip]
 const COMMANDS: &[Command] = &[
     // BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [WINDOW seconds]
-    command!(c"bf.reserve", commands::reserve::reserve, c"write deny-oom", -4, Inserts, docs::RESERVE),
+    command!(c"bf.reserve", commands::reserve::reserve, c"write deny-oom fast", -4, Inserts, docs::RESERVE),
     // BF.ADD key item
     command!(c"bf.add", commands::add::add, c"write deny-oom", 3, Inserts, docs::ADD),
     // BF.MADD key item [item ...]

@@ -21,6 +21,8 @@ struct Expected {
 }
 
 const WRITE: &[&str] = &["write", "denyoom", "module"];
+/// BF.RESERVE: O(1) (a filter of any size is made in constant time), `@fast` as on redis.io.
+const WRITE_FAST: &[&str] = &["write", "denyoom", "module", "fast"];
 const READ_FAST: &[&str] = &["readonly", "module", "fast"];
 const READ: &[&str] = &["readonly", "module"];
 
@@ -28,7 +30,7 @@ const COMMANDS: [Expected; 11] = [
     Expected {
         name: "bf.reserve",
         arity: -4,
-        flags: WRITE,
+        flags: WRITE_FAST,
         key: &["RW", "insert"],
         hint: "key error_rate capacity [EXPANSION expansion] [NONSCALING] [WINDOW seconds] [LAYOUT CLASSIC|BLOCKED]",
     },

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{debug_lines as debug, Conn, Frame, Options, Server};
+use common::{debug_lines as debug, flavor, Conn, Frame, Options, Server};
 
 #[test]
 fn configs_read_and_write_and_refuse_bad_values() {
@@ -40,7 +40,7 @@ fn configs_read_and_write_and_refuse_bad_values() {
         (
             "bf.expansion-factor",
             "32769",
-            "argument must be between 1 and 32768 inclusive",
+            "argument must be between 0 and 32768 inclusive",
         ),
         (
             "bf.max-filter-bytes",
@@ -205,4 +205,80 @@ fn a_percent_sign_in_a_load_argument_is_logged_as_text() {
         log.contains("bad value '%s%s%s%n%n' for error-rate"),
         "{log}"
     );
+}
+
+/// What `BF.ADD` on a missing key makes under `bf-error-rate 0.001`, `bf-initial-size 500`.
+const REDIS8_DEFAULT_FILTER: &str =
+    "bytes:992 bits:7936 hashes:11 hashwidth:64 capacity:500 size:1 ratio:0.0005";
+
+/// RedisBloom's Redis 8 names (`bf-error-rate`, `bf-initial-size`, `bf-expansion-factor`), as a
+/// Redis 8 user's redis.conf or command line has them: configs where the server takes unprefixed
+/// module configs (Redis 8), the same settings as `bf.*`; load arguments on every server.
+#[test]
+fn redisbloom_redis8_config_names_work_wherever_the_server_takes_them() {
+    let names = ["bf-error-rate", "0.001", "bf-initial-size", "500"];
+    let by_load_arguments = Server::with(Options::default().module_args(&names));
+    let mut conn = by_load_arguments.conn();
+    assert_eq!(conn.call(&["BF.ADD", "k", "x"]), Frame::Int(1));
+    assert_eq!(debug(&mut conn, "k")[1], REDIS8_DEFAULT_FILTER);
+    let get = |conn: &mut Conn, name: &str| conn.call(&["CONFIG", "GET", name]);
+    let pair = |name: &str, value: &str| Frame::Array(vec![Frame::bulk(name), Frame::bulk(value)]);
+    assert_eq!(
+        get(&mut conn, "bf.error-rate"),
+        pair("bf.error-rate", "0.001")
+    );
+    if !flavor().has_unprefixed_module_configs() {
+        // Redis 7 and Valkey: the names are load arguments only.
+        assert_eq!(get(&mut conn, "bf-error-rate"), Frame::Array(vec![]));
+        return;
+    }
+    // Redis 8: as the server's own settings, on the command line (as in redis.conf).
+    let options = Options::default()
+        .config("bf-error-rate", "0.001")
+        .config("bf-initial-size", "500");
+    let server = Server::with(options);
+    let mut conn = server.conn();
+    assert_eq!(conn.call(&["BF.ADD", "k", "x"]), Frame::Int(1));
+    assert_eq!(debug(&mut conn, "k")[1], REDIS8_DEFAULT_FILTER);
+    assert_eq!(
+        get(&mut conn, "bf-error-rate"),
+        pair("bf-error-rate", "0.001")
+    );
+    assert_eq!(
+        get(&mut conn, "bf-initial-size"),
+        pair("bf-initial-size", "500")
+    );
+    assert_eq!(
+        get(&mut conn, "bf.initial-size"),
+        pair("bf.initial-size", "500")
+    );
+    // One setting under two names: CONFIG SET either, both read it.
+    let set = |conn: &mut Conn, name: &str, value: &str| conn.call(&["CONFIG", "SET", name, value]);
+    assert_eq!(set(&mut conn, "bf.error-rate", "0.02"), Frame::ok());
+    assert_eq!(
+        get(&mut conn, "bf-error-rate"),
+        pair("bf-error-rate", "0.02")
+    );
+    assert_eq!(
+        set(&mut conn, "bf-error-rate", "1"),
+        Frame::error(
+            "ERR CONFIG SET failed (possibly related to argument 'bf-error-rate') - bad value '1' \
+             for bf-error-rate: must be a number from 8.900295434028806e-308 up to, not including, 1"
+        )
+    );
+    // bf-expansion-factor 0, as RedisBloom 8 reads it: new filters are NONSCALING.
+    assert_eq!(set(&mut conn, "bf-expansion-factor", "0"), Frame::ok());
+    assert_eq!(
+        get(&mut conn, "bf.expansion-factor"),
+        pair("bf.expansion-factor", "0")
+    );
+    assert_eq!(conn.call(&["BF.ADD", "fixed", "x"]), Frame::Int(1));
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "reserved", "0.01", "10"]),
+        Frame::ok()
+    );
+    for key in ["fixed", "reserved"] {
+        let expansion = conn.call(&["BF.INFO", key, "EXPANSION"]);
+        assert_eq!(expansion, Frame::Array(vec![Frame::NullBulk]), "{key}");
+    }
 }

@@ -295,3 +295,51 @@ fn a_big_filter_is_created_at_once_and_still_counted_to_the_byte() {
     assert_eq!(conn.call(&["DEL", "big"]), Frame::Int(1));
     assert!(memory_field(&mut conn, "used_memory") - used_before < 1 << 20);
 }
+
+/// A filter bigger than `maxmemory` itself can never fit, whatever the server evicts: it is
+/// refused up front under every policy (it was acknowledged, evicted everything, itself included,
+/// and the next BF.ADD quietly made a 100-item default filter).
+#[test]
+fn a_filter_bigger_than_maxmemory_is_refused_under_every_policy() {
+    for policy in [
+        "allkeys-lru",
+        "allkeys-lfu",
+        "allkeys-random",
+        "volatile-lru",
+        "volatile-ttl",
+        "noeviction",
+    ] {
+        let options = Options::default()
+            .config("maxmemory", "50mb")
+            .config("maxmemory-policy", policy);
+        let server = Server::with(options);
+        let mut conn = server.conn();
+        assert_eq!(conn.call(&["SET", "s", "x", "EX", "3600"]), Frame::ok());
+        // 100 million items at 1%: 138 MB.
+        for command in [
+            &["BF.RESERVE", "big", "0.01", "100000000"][..],
+            &["BF.INSERT", "big", "CAPACITY", "100000000", "ITEMS", "a"],
+        ] {
+            let text = error_text(conn.call(command));
+            let evicting = policy != "noeviction";
+            if evicting {
+                assert_eq!(
+                    text,
+                    "OOM filter would use 137847352 bytes, more than maxmemory (52428800): no \
+                     eviction can make room for it",
+                    "{policy}"
+                );
+            } else {
+                assert!(text.starts_with("OOM filter would need 1378"), "{text}");
+            }
+        }
+        assert_eq!(
+            conn.call(&["EXISTS", "big", "s"]),
+            Frame::Int(1),
+            "{policy}"
+        );
+        // One that fits under maxmemory is made (evicting what it must).
+        let fits = conn.call(&["BF.RESERVE", "fits", "0.01", "1000000"]);
+        assert_eq!(fits, Frame::ok(), "{policy}");
+    }
+}

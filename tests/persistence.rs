@@ -285,7 +285,7 @@ fn a_consistent_header_for_a_petabyte_filter_is_refused_against_the_ceiling() {
         panic!("accepted")
     };
     assert!(
-        text.ends_with(" bytes, over bf.max-filter-bytes (1073741824)"),
+        text.contains(" bytes, over bf.max-filter-bytes (1073741824); "),
         "{text}"
     );
     assert_eq!(conn.call(&["PING"]), Frame::simple("PONG"));
@@ -396,7 +396,7 @@ fn a_header_over_the_ceiling_is_refused() {
         panic!("accepted")
     };
     assert!(
-        text.ends_with("bytes, over bf.max-filter-bytes (4096)"),
+        text.contains("bytes, over bf.max-filter-bytes (4096); "),
         "{text}"
     );
     assert_eq!(conn.call(&["EXISTS", "dst"]), Frame::Int(0));

@@ -528,7 +528,8 @@ fn an_imported_expansion_1_chain_grows_as_far_as_redisbloom_let_it() {
     };
     assert_eq!(
         refused,
-        "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of range"
+        "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of range; \
+         add the items to a new filter reserved with more capacity (or a larger EXPANSION)"
     );
     assert_eq!(
         bf_info_field(&mut conn, "rb", "Number of filters"),

@@ -131,13 +131,15 @@ fn a_filter_over_one_gib_is_refused_and_the_server_lives() {
     assert_eq!(
         conn.call(&["BF.RESERVE", "huge", "0.01", "10000000000000"]),
         Frame::error(
-            "ERR filter would use 13784706453008 bytes, over bf.max-filter-bytes (1073741824)"
+            "ERR filter would use 13784706453008 bytes, over bf.max-filter-bytes (1073741824); \
+             if it is meant to be that big: CONFIG SET bf.max-filter-bytes 12839gb"
         )
     );
     assert_eq!(
         conn.call(&["BF.RESERVE", "huge", "1e-300", "9223372036854775807"]),
         Frame::error(
-            "ERR filter would use 18446744073709551615 bytes, over bf.max-filter-bytes (1073741824)"
+            "ERR filter would use 18446744073709551615 bytes, over bf.max-filter-bytes (1073741824); \
+             no setting allows that much"
         )
     );
     // Just over the ceiling (800 million items at 1% take 1.03 GiB) is refused too.

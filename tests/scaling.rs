@@ -50,7 +50,8 @@ fn a_chain_whose_error_rate_would_underflow_refuses_to_grow() {
     assert_eq!(conn.call(&["BF.ADD", "g", "b"]), Frame::Int(1));
     let dump = conn.call(&["DUMP", "g"]);
     let refused = Frame::error(
-        "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of range",
+        "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of range; \
+         add the items to a new filter reserved with more capacity (or a larger EXPANSION)",
     );
     assert_eq!(conn.call(&["BF.ADD", "g", "c"]), refused);
     assert_eq!(
@@ -76,7 +77,7 @@ fn the_size_ceiling_guards_every_path_that_allocates() {
         Frame::Error(text) => {
             assert!(
                 text.starts_with("ERR filter would use ")
-                    && text.ends_with(" bytes, over bf.max-filter-bytes (4096)"),
+                    && text.contains(" bytes, over bf.max-filter-bytes (4096); "),
                 "{text}"
             );
         }
@@ -124,7 +125,7 @@ fn refused_bytes(reply: &Frame, limit: i64) -> i64 {
         Frame::Error(text) => text.clone(),
         other => panic!("not refused: {other:?}"),
     };
-    let tail = format!(" bytes, over bf.max-filter-bytes ({limit})");
+    let tail = format!(" bytes, over bf.max-filter-bytes ({limit}); ");
     text.strip_prefix("ERR filter would use ")
         .and_then(|rest| rest.split(&tail).next())
         .and_then(|bytes| bytes.parse().ok())

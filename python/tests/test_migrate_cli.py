@@ -349,7 +349,7 @@ def test_numbers_the_server_refuses(
     assert status == 1
     assert re.fullmatch(
         r"error: ResponseError: filter would use \d+ bytes, over bf.max-filter-bytes "
-        r"\(1073741824\)\n",
+        r"\(1073741824\); if it is meant to be that big: CONFIG SET bf.max-filter-bytes \d+gb\n",
         err,
     ), err
     assert out.startswith("shop:dupefilter: a scrapy-redis set of 50 fingerprints")

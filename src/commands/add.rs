@@ -36,9 +36,7 @@ impl Creation {
         Creation {
             capacity: defaults.capacity,
             error: defaults.error,
-            growth: Growth::Scaling {
-                expansion: defaults.expansion,
-            },
+            growth: defaults.growth,
             window: None,
             layout: defaults.layout,
         }

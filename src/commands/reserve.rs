@@ -23,20 +23,17 @@ pub struct Reserve {
 }
 
 impl Reserve {
-    /// Parses the arguments after the key; `default_expansion` applies when neither EXPANSION
-    /// nor NONSCALING is given (a windowed filter has its own default).
+    /// Parses the arguments after the key; `default_growth` applies when neither EXPANSION nor
+    /// NONSCALING is given (a windowed filter has its own default).
     pub fn parse<'a>(
         args: &impl Args<'a>,
-        default_expansion: u16,
+        default_growth: Growth,
         default_layout: Layout,
     ) -> Result<Reserve, BfError> {
         let error = parse_error_rate(args.get(2))?;
         let capacity = parse_capacity(args.get(3))?;
         let (options, _) = Options::parse(args, 4, RESERVE, End::Last)?;
-        let default = Growth::Scaling {
-            expansion: default_expansion,
-        };
-        let growth = options.growth(default)?;
+        let growth = options.growth(default_growth)?;
         let window = options.window;
         if window.is_some() {
             check_windowed_error_rate(error)?;
@@ -66,7 +63,7 @@ impl Reserve {
 pub fn reserve(call: &Call) -> Result<(), BfError> {
     let args = call.args();
     let defaults = config::defaults();
-    let request = Reserve::parse(&args, defaults.expansion, defaults.layout)?;
+    let request = Reserve::parse(&args, defaults.growth, defaults.layout)?;
     let mut key = FilterKey::open(call, 1, Access::Write);
     if key.filter()?.is_some() {
         return Err(BfError::ItemExists);
@@ -98,7 +95,11 @@ mod tests {
     fn parse(args: &[&str]) -> Result<Reserve, BfError> {
         let mut all: Vec<&[u8]> = vec![b"BF.RESERVE", b"key"];
         all.extend(args.iter().map(|a| a.as_bytes()));
-        Reserve::parse(&all.as_slice(), 2, Layout::Classic)
+        Reserve::parse(
+            &all.as_slice(),
+            Growth::Scaling { expansion: 2 },
+            Layout::Classic,
+        )
     }
 
     #[test]

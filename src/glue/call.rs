@@ -5,7 +5,7 @@ use crate::parse::Args;
 
 use crate::config;
 use crate::error::BfError;
-use crate::error::SizeLimit;
+use crate::error::{MaxMemory, SizeLimit};
 use redis_module::raw;
 use std::cell::Cell;
 use std::ffi::{CStr, CString};
@@ -185,11 +185,13 @@ impl<'a> Call<'a> {
         }
     }
 
-    /// `maxmemory` and the memory in use, if a maxmemory is set and the server would refuse a
-    /// write that passes it: under `noeviction`, or a `volatile-*` policy with no key to evict.
-    /// Under an eviction policy the module leaves room-making to the server, as a native write of
-    /// the same size does: the command runs and the server evicts.
-    fn memory(&self) -> Option<(u64, u64)> {
+    /// `maxmemory` and the memory in use, if a maxmemory is set, and whether the server makes
+    /// room by evicting. It refuses a write that passes `maxmemory` under `noeviction`, or a
+    /// `volatile-*` policy with no key to evict; under an eviction policy the module leaves
+    /// room-making to the server, as a native write of the same size does (the command runs and
+    /// the server evicts), but for a filter bigger than `maxmemory` itself, which no eviction can
+    /// make room for.
+    fn memory(&self) -> Option<MaxMemory> {
         // SAFETY: a valid context; the server-info data is freed before returning, and the policy
         // text is copied before that.
         let (memory, policy) = unsafe {
@@ -222,7 +224,13 @@ impl<'a> Call<'a> {
             Some(policy) if policy.starts_with(b"volatile-") => !self.has_volatile_keys(),
             _ => false,
         };
-        memory.filter(|&(maxmemory, _)| maxmemory > 0 && refuses)
+        memory
+            .filter(|&(maxmemory, _)| maxmemory > 0)
+            .map(|(maxmemory, used)| MaxMemory {
+                maxmemory,
+                used,
+                evicts: !refuses,
+            })
     }
 
     /// True if some key of some database has a time to live: what a `volatile-*` policy evicts.

@@ -1,22 +1,53 @@
 //! The configs' side of the server's API: registering `bf.*` with the server and the callbacks it
 //! calls for CONFIG GET and SET. What the settings are, their ranges and checks, is
-//! `crate::config`'s.
+//! `crate::config`'s. Redis 8's names for RedisBloom's configs (`bf-error-rate`, ...) are
+//! registered too, without the module's prefix, where the server takes that (Redis 8): each reads
+//! and sets its `bf.` twin.
 
 use super::guard::guarded;
 use crate::config::{self, EnumConfig, Numeric};
 use redis_module::raw;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_longlong, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-/// The text `bf.error-rate` reads back as, kept alive for the server (which copies it).
-struct ErrorRateText(*mut raw::RedisModuleString);
+/// The text a string config reads back as, kept alive for the server (which copies it).
+struct ConfigText(*mut raw::RedisModuleString);
 
 // SAFETY: config callbacks run on the server's main thread only; the mutex orders them anyway.
-unsafe impl Send for ErrorRateText {}
+unsafe impl Send for ConfigText {}
 
-static ERROR_RATE_TEXT: Mutex<Option<ErrorRateText>> = Mutex::new(None);
+/// What `bf.error-rate` last read back as.
+static ERROR_RATE_TEXT: Mutex<Option<ConfigText>> = Mutex::new(None);
+/// What a Redis 8 name last read back as.
+static REDIS8_TEXT: Mutex<Option<ConfigText>> = Mutex::new(None);
+
+/// Hands the server `text` as a string config's value, freeing the one handed out before from
+/// `kept` (the server copies a value before it asks again).
+fn hand_out(kept: &Mutex<Option<ConfigText>>, text: &str) -> *mut raw::RedisModuleString {
+    let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(old) = kept.take() {
+        // SAFETY: made by `new_string` on the last call, which the server has copied by now.
+        unsafe { raw::RedisModule_FreeString.unwrap()(std::ptr::null_mut(), old.0) };
+    }
+    let fresh = new_string(text);
+    *kept = Some(ConfigText(fresh));
+    fresh
+}
+
+/// The bytes of a value the server passes to a set callback.
+///
+/// # Safety
+/// `value` is a valid string of the server's, and stays valid while the bytes are used.
+unsafe fn value_bytes<'a>(value: *mut raw::RedisModuleString) -> &'a [u8] {
+    let mut len = 0;
+    // SAFETY: by the caller's contract.
+    unsafe {
+        let ptr = raw::RedisModule_StringPtrLen.unwrap()(value, &mut len);
+        std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+    }
+}
 
 /// A string the server will own or that this module keeps (`RedisModule_CreateString` with no
 /// context, so that no automatic memory management frees it).
@@ -36,15 +67,7 @@ extern "C" fn get_error_rate(
     _name: *const c_char,
     _privdata: *mut c_void,
 ) -> *mut raw::RedisModuleString {
-    let mut text = ERROR_RATE_TEXT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(old) = text.take() {
-        // SAFETY: made by `new_string` below on the last call, which the server has copied by
-        // now (it copies the value it gets before calling again).
-        unsafe { raw::RedisModule_FreeString.unwrap()(std::ptr::null_mut(), old.0) };
-    }
-    let fresh = new_string(&config::error_rate_text());
-    *text = Some(ErrorRateText(fresh));
-    fresh
+    hand_out(&ERROR_RATE_TEXT, &config::error_rate_text())
 }
 
 /// Hands the server an error message for a refused CONFIG SET (it frees the string).
@@ -67,12 +90,8 @@ unsafe extern "C" fn set_error_rate(
     _privdata: *mut c_void,
     err: *mut *mut raw::RedisModuleString,
 ) -> c_int {
-    let mut len = 0;
-    // SAFETY: `value` is the server's valid string; its bytes stay valid for this call.
-    let bytes = unsafe {
-        let ptr = raw::RedisModule_StringPtrLen.unwrap()(value, &mut len);
-        std::slice::from_raw_parts(ptr.cast::<u8>(), len)
-    };
+    // SAFETY: the server's valid string, for this call.
+    let bytes = unsafe { value_bytes(value) };
     let set = guarded(
         std::ptr::null_mut(),
         "CONFIG SET bf.error-rate",
@@ -204,6 +223,84 @@ fn register_enum(ctx: *mut raw::RedisModuleCtx, config: &EnumConfig) -> Result<(
     registered(answer, config.name)
 }
 
+/// True while the server applies the configs' defaults and its config file at load
+/// (`RedisModule_LoadConfigs`): Redis 8's names ignore their empty default then.
+static APPLYING_DEFAULTS: AtomicBool = AtomicBool::new(false);
+
+/// The Redis 8 name a privdata stands for: its index in `config::REDIS8_NAMES`.
+fn redis8_name(privdata: *mut c_void) -> Option<&'static config::Redis8Name> {
+    config::REDIS8_NAMES.get(privdata as usize)
+}
+
+extern "C" fn get_redis8(
+    _name: *const c_char,
+    privdata: *mut c_void,
+) -> *mut raw::RedisModuleString {
+    let value = redis8_name(privdata).map(config::Redis8Name::get);
+    hand_out(&REDIS8_TEXT, &value.unwrap_or_default())
+}
+
+/// # Safety
+/// Called by the server with a valid string `value` and error slot `err`.
+unsafe extern "C" fn set_redis8(
+    _name: *const c_char,
+    value: *mut raw::RedisModuleString,
+    privdata: *mut c_void,
+    err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    // SAFETY: the server's valid string, for this call.
+    let bytes = unsafe { value_bytes(value) };
+    let applying_defaults = APPLYING_DEFAULTS.load(Ordering::Relaxed);
+    let set = guarded(
+        std::ptr::null_mut(),
+        "CONFIG SET of a Redis 8 name",
+        || Err("internal error (see the log)".into()),
+        || match redis8_name(privdata) {
+            Some(name) => name.set(bytes, applying_defaults),
+            None => Err("internal error: no such config".into()),
+        },
+    );
+    match set {
+        Ok(()) => raw::REDISMODULE_OK as c_int,
+        // SAFETY: the server's error slot for this call.
+        Err(why) => unsafe { refuse(err, &why) },
+    }
+}
+
+/// Registers Redis 8's names for RedisBloom's configs, without the module's prefix, after every
+/// `bf.` config (see `config::Redis8Name`). False where the server refuses unprefixed configs
+/// (before Redis 8, Valkey 8.0) or would prefix them anyway (Valkey 9 takes the flag and names
+/// them `bf.bf-error-rate`): there the names are load arguments only.
+fn register_redis8_names(ctx: *mut raw::RedisModuleCtx) -> bool {
+    // SAFETY: a function the server filled in at load (0x00MMmmpp), or none.
+    let version = unsafe { raw::RedisModule_GetServerVersion.map_or(0, |version| version()) };
+    // Asked only of servers that may take the flag: Redis 7 logs a warning for it.
+    if version < 0x0008_0000 || super::module::is_valkey() {
+        return false;
+    }
+    config::REDIS8_NAMES
+        .iter()
+        .enumerate()
+        .all(|(index, name)| {
+            // SAFETY: a load-time context; the name and the empty default are NUL-terminated
+            // statics; the callbacks match the server's signatures; privdata is an index, never
+            // dereferenced.
+            let answer = unsafe {
+                raw::RedisModule_RegisterStringConfig.unwrap()(
+                    ctx,
+                    name.name.as_ptr(),
+                    c"".as_ptr(),
+                    raw::REDISMODULE_CONFIG_UNPREFIXED,
+                    Some(get_redis8),
+                    Some(set_redis8),
+                    None,
+                    index as *mut c_void,
+                )
+            };
+            answer == raw::REDISMODULE_OK as c_int
+        })
+}
+
 /// Registers the configs with their current values as defaults, then lets the server apply what
 /// its config file says about them. `ctx` is the module's load-time context.
 pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
@@ -228,8 +325,19 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
         register_numeric(ctx, &numeric)?;
     }
     register_enum(ctx, &config::layout_config())?;
+    if !register_redis8_names(ctx) {
+        super::log::notice(
+            ctx,
+            "this server takes no unprefixed module configs: RedisBloom's Redis 8 names \
+             (bf-error-rate, bf-initial-size, bf-expansion-factor) are accepted as load \
+             arguments only",
+        );
+    }
+    APPLYING_DEFAULTS.store(true, Ordering::Relaxed);
     // SAFETY: the load-time context.
-    if unsafe { raw::RedisModule_LoadConfigs.unwrap()(ctx) } != raw::REDISMODULE_OK as c_int {
+    let loaded = unsafe { raw::RedisModule_LoadConfigs.unwrap()(ctx) };
+    APPLYING_DEFAULTS.store(false, Ordering::Relaxed);
+    if loaded != raw::REDISMODULE_OK as c_int {
         return Err("a bf.* value in the server's configuration was refused".into());
     }
     Ok(())

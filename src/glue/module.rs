@@ -143,6 +143,11 @@ fn bind_optional_api() {
     }
 }
 
+/// True on Valkey 8.1 and later (the servers with `MustObeyClient`).
+pub fn is_valkey() -> bool {
+    !MUST_OBEY.load(Ordering::Relaxed).is_null()
+}
+
 /// Whether the command running in `ctx` must be obeyed (see [`MUST_OBEY`]); `None` where the
 /// server cannot tell (Redis, Valkey before 8.1): the caller reads the context flags instead.
 pub fn must_obey(ctx: *mut raw::RedisModuleCtx) -> Option<bool> {
@@ -168,8 +173,7 @@ fn options() -> c_int {
         | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD) as c_int;
     // SAFETY: reading a function pointer the server filled in (or left empty) at load.
     let all = unsafe { raw::RedisModule_GetModuleOptionsAll.map_or(0, |all| all()) };
-    let valkey = !MUST_OBEY.load(Ordering::Relaxed).is_null();
-    if valkey && all & HANDLE_ATOMIC_SLOT_MIGRATION != 0 {
+    if is_valkey() && all & HANDLE_ATOMIC_SLOT_MIGRATION != 0 {
         options |= HANDLE_ATOMIC_SLOT_MIGRATION;
     }
     options

@@ -70,6 +70,12 @@ impl Flavor {
         }
     }
 
+    /// Module configs without the module's prefix (`REDISMODULE_CONFIG_UNPREFIXED`), which
+    /// RedisBloom's Redis 8 names need: Redis 8+ (Valkey 9 takes the flag but prefixes them).
+    pub fn has_unprefixed_module_configs(&self) -> bool {
+        !self.valkey && self.version >= (8, 0, 0)
+    }
+
     /// Atomic slot migration (`CLUSTER MIGRATESLOTS`): Valkey 9+.
     pub fn has_atomic_slot_migration(&self) -> bool {
         self.valkey && self.version >= (9, 0, 0)
