@@ -65,8 +65,8 @@
 //! live filter's bits. The state is part of the filter: it is stored, copied and replicated with
 //! it.
 
-use crate::bits::MAX_PIECE_BYTES;
 use crate::chain::{check_successor, Format};
+pub use crate::chunks::{chunk_offset, next_iterator, CHUNK_BYTES};
 use crate::filter::Filter;
 use crate::growth::{
     check_imported_successor, check_link_count, check_stored_link, RedisBloomOptions,
@@ -97,8 +97,6 @@ pub const HASH_FAMILY_XXH3: u32 = 0;
 pub const HASH_FAMILY_REDISBLOOM: u32 = 1;
 /// Hash family 2: xxh3-128 in the blocked layout.
 pub const HASH_FAMILY_BLOCKED: u32 = 2;
-/// The largest data chunk.
-pub const CHUNK_BYTES: u64 = MAX_PIECE_BYTES as u64;
 
 const ENTRY_LEN: usize = 8 + 8 + 4 + 8 + 8;
 /// A windowed filter's part: an entry and its expiry.
@@ -586,16 +584,6 @@ impl Filter {
         }
         Ok(())
     }
-}
-
-/// The iterator BF.SCANDUMP returns with a data chunk at `offset` of `len` bytes.
-pub fn next_iterator(offset: u64, len: usize) -> u64 {
-    offset + len as u64 + 1
-}
-
-/// The dump offset of a chunk BF.LOADCHUNK receives with `iterator`; `None` if impossible.
-pub fn chunk_offset(iterator: u64, len: usize) -> Option<u64> {
-    iterator.checked_sub(len as u64)?.checked_sub(1)
 }
 
 mod windowed;

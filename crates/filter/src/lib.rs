@@ -26,8 +26,10 @@
 pub mod bits;
 pub mod bytes;
 pub mod chain;
+pub mod chunks;
 pub mod doc_tables;
 pub mod dump;
+pub mod fields;
 pub mod filter;
 pub mod fuzzing;
 pub mod growth;
