@@ -13,10 +13,13 @@
 //! | `bf.max-filter-bytes` | | 1 GiB | 1 KiB and up |
 //! | `bf.layout` | | classic | classic, blocked |
 
+mod cuckoo;
+
 use crate::error::BfError;
-use crate::parse::{parse_capacity, parse_error_rate, parse_expansion, parse_layout};
+use crate::parse::{parse_capacity, parse_error_rate, parse_expansion, parse_layout, parse_whole};
 use bf_filter::sizing::Layout;
 use bf_filter::{Growth, MAX_EXPANSION};
+pub use cuckoo::{cuckoo_defaults, limits as cuckoo_limits, CfSetting};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -98,6 +101,8 @@ enum Setting {
     ExpansionFactor,
     MaxFilterBytes,
     Layout,
+    /// A cuckoo filter's default or limit (`config::cuckoo`).
+    Cuckoo(CfSetting),
 }
 
 impl Setting {
@@ -115,18 +120,19 @@ impl Setting {
             "expansion-factor" => Some(Setting::ExpansionFactor),
             "max-filter-bytes" => Some(Setting::MaxFilterBytes),
             "layout" => Some(Setting::Layout),
-            _ => None,
+            _ => CfSetting::named(name).map(Setting::Cuckoo),
         }
     }
 
-    fn range(self) -> &'static str {
-        match self {
+    fn range(self) -> String {
+        String::from(match self {
             Setting::ErrorRate => "a number from 8.900295434028806e-308 up to, not including, 1",
             Setting::InitialSize => "a whole number from 1 to 9223372036854775807",
             Setting::ExpansionFactor => "a whole number from 0 (NONSCALING) to 32768",
             Setting::MaxFilterBytes => "a size of at least 1024 bytes (units kb, mb, gb allowed)",
             Setting::Layout => "classic or blocked",
-        }
+            Setting::Cuckoo(setting) => return setting.range(),
+        })
     }
 
     /// Checks a value and stores it. A refusal names the setting as `named` (what the user typed:
@@ -164,6 +170,12 @@ impl Setting {
             Setting::Layout => {
                 let layout = parse_layout(value).map_err(|_| refused())?;
                 LAYOUT.store(u64::from(layout == Layout::Blocked), Ordering::Relaxed);
+            }
+            Setting::Cuckoo(setting) => {
+                let number = parse_whole(value).ok_or_else(refused)?;
+                if !setting.set(number) {
+                    return Err(refused());
+                }
             }
         }
         Ok(())
@@ -205,8 +217,10 @@ pub fn apply_load_arguments(args: &[&[u8]]) -> Result<(), String> {
         let setting = Setting::named(pair[0]).ok_or_else(|| {
             format!(
                 "unknown module argument '{}' (known: error-rate, initial-size, \
-                 expansion-factor, max-filter-bytes, layout, ERROR_RATE, INITIAL_SIZE, \
-                 bf-error-rate, bf-initial-size, bf-expansion-factor)",
+                 expansion-factor, max-filter-bytes, layout, cf-initial-size, cf-bucket-size, \
+                 cf-max-iterations, cf-expansion-factor, cf-max-expansions, ERROR_RATE, \
+                 INITIAL_SIZE, CF_MAX_EXPANSIONS, bf-error-rate, bf-initial-size, \
+                 bf-expansion-factor)",
                 crate::error::quote_token(pair[0])
             )
         })?;
@@ -225,9 +239,17 @@ pub struct Numeric {
     pub max: i64,
 }
 
-/// The numeric configs: `bf.initial-size`, `bf.expansion-factor`, `bf.max-filter-bytes`.
-pub fn numeric() -> [Numeric; 3] {
-    [
+/// The numeric configs: `bf.initial-size`, `bf.expansion-factor`, `bf.max-filter-bytes`, then
+/// the cuckoo filters' `bf.cf-*`.
+pub fn numeric() -> Vec<Numeric> {
+    let cuckoo = cuckoo::SETTINGS.into_iter().map(|setting| Numeric {
+        name: setting.name,
+        value: setting.value,
+        memory: false,
+        min: setting.min as i64,
+        max: setting.max as i64,
+    });
+    let bloom = [
         Numeric {
             name: c"initial-size",
             value: &INITIAL_SIZE,
@@ -249,7 +271,8 @@ pub fn numeric() -> [Numeric; 3] {
             min: MIN_FILTER_BYTES_LIMIT as i64,
             max: i64::MAX,
         },
-    ]
+    ];
+    bloom.into_iter().chain(cuckoo).collect()
 }
 
 /// The name of the one string config (an error rate is not an integer), after `bf.`.
@@ -277,7 +300,7 @@ pub struct Redis8Name {
 }
 
 /// Redis 8's names, in the order they are registered (after every `bf.*` config).
-pub const REDIS8_NAMES: [Redis8Name; 3] = [
+pub const REDIS8_NAMES: [Redis8Name; 8] = [
     Redis8Name {
         name: c"bf-error-rate",
         setting: Setting::ErrorRate,
@@ -290,6 +313,26 @@ pub const REDIS8_NAMES: [Redis8Name; 3] = [
         name: c"bf-expansion-factor",
         setting: Setting::ExpansionFactor,
     },
+    Redis8Name {
+        name: c"cf-initial-size",
+        setting: Setting::Cuckoo(cuckoo::SETTINGS[0]),
+    },
+    Redis8Name {
+        name: c"cf-bucket-size",
+        setting: Setting::Cuckoo(cuckoo::SETTINGS[1]),
+    },
+    Redis8Name {
+        name: c"cf-max-iterations",
+        setting: Setting::Cuckoo(cuckoo::SETTINGS[2]),
+    },
+    Redis8Name {
+        name: c"cf-expansion-factor",
+        setting: Setting::Cuckoo(cuckoo::SETTINGS[3]),
+    },
+    Redis8Name {
+        name: c"cf-max-expansions",
+        setting: Setting::Cuckoo(cuckoo::SETTINGS[4]),
+    },
 ];
 
 impl Redis8Name {
@@ -300,6 +343,7 @@ impl Redis8Name {
             Setting::InitialSize => INITIAL_SIZE.load(Ordering::Relaxed).to_string(),
             Setting::ExpansionFactor => EXPANSION.load(Ordering::Relaxed).to_string(),
             Setting::MaxFilterBytes => MAX_FILTER_BYTES.load(Ordering::Relaxed).to_string(),
+            Setting::Cuckoo(setting) => setting.value.load(Ordering::Relaxed).to_string(),
             Setting::Layout => String::from(match layout_of(LAYOUT.load(Ordering::Relaxed)) {
                 Layout::Classic => "classic",
                 Layout::Blocked => "blocked",
@@ -366,7 +410,7 @@ mod tests {
 
     #[test]
     fn redis8_names_are_twins_that_ignore_their_empty_default_at_load() {
-        let [rate, size, expansion] = &REDIS8_NAMES;
+        let [rate, size, expansion, ..] = &REDIS8_NAMES;
         assert_eq!(size.set(b"", true), Ok(()));
         assert!(size
             .set(b"", false)

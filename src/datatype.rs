@@ -7,18 +7,85 @@
 //! still read); versions 0 to 4 are
 //! RedisBloom's own layouts (its type has the same name), read by `bf_filter::redisbloom`.
 
+use crate::glue::value::{Digest, Loading, Value};
 use crate::glue::Origin;
 use bf_filter::dump;
 use bf_filter::redisbloom;
-use bf_filter::stored::{self, FieldSource, Revision};
+use bf_filter::stored::{self, FieldSink, FieldSource, Revision};
 use bf_filter::window::{Rule, Settled};
 use bf_filter::{Chain, Filter, Format, Growth, SubFilter};
+use redis_module::native_types::RedisType;
+use redis_module::raw;
+use std::sync::atomic::AtomicPtr;
 
 /// The encoding version this module writes: the newest revision of the stored form.
 pub const ENCODING_VERSION: i32 = Revision::NEWEST as i32;
 
 /// The type's name: RedisBloom's, so `TYPE key` answers the same after a switch.
 pub const TYPE_NAME: &str = "MBbloom--";
+
+/// The type, registered at load time.
+pub static BLOOM_TYPE: RedisType = RedisType::new(
+    TYPE_NAME,
+    ENCODING_VERSION,
+    crate::glue::datatype::methods::<Filter>(),
+);
+
+/// The type's handle, once the server has made it.
+static HANDLE: AtomicPtr<raw::RedisModuleType> = AtomicPtr::new(std::ptr::null_mut());
+
+impl Value for Filter {
+    fn data_type() -> &'static RedisType {
+        &BLOOM_TYPE
+    }
+
+    fn handle() -> &'static AtomicPtr<raw::RedisModuleType> {
+        &HANDLE
+    }
+
+    const LOADCHUNK: &'static std::ffi::CStr = c"BF.LOADCHUNK";
+
+    fn load(source: &mut impl FieldSource, encver: i32, loading: Loading) -> Result<Self, String> {
+        let filter = load(source, encver)?;
+        settle_loaded(filter, loading.origin, loading.now, loading.warn)
+    }
+
+    fn save(&self, sink: &mut impl FieldSink) {
+        stored::save(self, sink);
+    }
+
+    fn rewrite(&self, emit: &mut dyn FnMut(u64, &[u8])) {
+        rewrite(self, emit);
+    }
+
+    fn digest(&self, out: &mut impl Digest) {
+        digest(self, out);
+    }
+
+    fn memory_usage(&self) -> usize {
+        crate::size::memory_usage(self)
+    }
+
+    fn visit_allocations(&self, visit: &mut dyn FnMut(*const u8, usize)) {
+        Filter::visit_allocations(self, visit);
+    }
+
+    fn try_clone(&self) -> Option<Self> {
+        Filter::try_clone(self).ok()
+    }
+
+    fn entered(&self) {
+        crate::stats::filter_added(self);
+    }
+
+    fn left(&self) {
+        crate::stats::filter_freed(self);
+    }
+
+    fn loaded(&self) {
+        note_loaded(self);
+    }
+}
 
 /// Reads a filter written in encoding version `encver`: ours, or RedisBloom's (0 to 4).
 pub fn load(source: &mut impl FieldSource, encver: i32) -> Result<Filter, String> {
@@ -45,7 +112,7 @@ pub fn settle_loaded(
     mut filter: Filter,
     origin: Origin,
     now: u64,
-    warn: impl FnOnce(&str),
+    warn: &mut dyn FnMut(&str),
 ) -> Result<Filter, String> {
     if let Filter::Windowed(windowed) = &mut filter {
         let settled = windowed
@@ -102,7 +169,7 @@ pub fn take_loaded() -> Option<u64> {
 /// The BF.LOADCHUNK sequence of one filter, each as `emit(iterator, bytes)`: its header, then its
 /// data chunks (for a filter being restored, the ones that have arrived, so the replay is
 /// restoring at the same point).
-pub fn rewrite(filter: &Filter, mut emit: impl FnMut(u64, &[u8])) {
+pub fn rewrite(filter: &Filter, emit: &mut dyn FnMut(u64, &[u8])) {
     let tag = dump::dump_tag(filter);
     emit(dump::tagged(tag, 1), &dump::header(filter));
     for (offset, chunk) in filter.loaded_chunks() {
@@ -111,16 +178,6 @@ pub fn rewrite(filter: &Filter, mut emit: impl FnMut(u64, &[u8])) {
             &chunk,
         );
     }
-}
-
-/// What DEBUG DIGEST is fed.
-pub trait Digest {
-    /// A number (the server takes it as a signed 64-bit integer).
-    fn number(&mut self, number: u64);
-    /// A string of bytes.
-    fn bytes(&mut self, bytes: &[u8]);
-    /// The end of the value's sequence.
-    fn end_sequence(&mut self);
 }
 
 /// Feeds a filter's parameters and bits to DEBUG DIGEST.

@@ -4,8 +4,11 @@
 //! The `Display` of [`BfError`] is the reply line, code first (`ERR`, `WRONGTYPE`). Tests assert
 //! these texts literally; change one only together with its test and docs/commands.md.
 
+mod cuckoo;
+
 use bf_filter::window::{MAX_WINDOW_SECONDS, MIN_WINDOWED_ERROR_RATE, MIN_WINDOW_SECONDS};
 use bf_filter::{sizing::MIN_ERROR_RATE, FilterError, MAX_EXPANSION};
+pub use cuckoo::CfError;
 use std::fmt;
 
 /// An error reply.
@@ -76,6 +79,8 @@ pub enum BfError {
     NotRestoring,
     /// A BF.LOADCHUNK data chunk that is not the next one (out of order, or sent twice).
     ChunkOutOfOrder { expected: u64 },
+    /// A cuckoo filter command's own error.
+    Cf(CfError),
     /// A bug caught before it could take the server down.
     Internal,
 }
@@ -199,6 +204,8 @@ impl BfError {
             FilterError::NotRestoring => BfError::NotRestoring,
             FilterError::BadWindow => BfError::BadWindow,
             FilterError::ChunkOutOfOrder { expected } => BfError::ChunkOutOfOrder { expected },
+            FilterError::MaxExpansions => BfError::Cf(CfError::MaxExpansions),
+            FilterError::TooManyCopies => BfError::Cf(CfError::TooManyCopies),
         }
     }
 }
@@ -279,6 +286,7 @@ impl fmt::Display for BfError {
             | BfError::DumpChanged
             | BfError::ChunkOfAnotherDump => self.fmt_time_or_dump(f),
             BfError::BadLayout => f.write_str("ERR bad layout: must be CLASSIC or BLOCKED"),
+            BfError::Cf(err) => err.fmt(f),
             BfError::Internal => {
                 f.write_str("ERR internal error in the bf module (see the server log)")
             }

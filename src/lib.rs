@@ -10,6 +10,7 @@
 
 mod commands;
 mod config;
+mod cuckoo_type;
 mod datatype;
 mod error;
 #[cfg(any(test, feature = "standalone"))]
@@ -20,9 +21,10 @@ mod size;
 mod stats;
 mod sweep;
 
+use commands::cuckoo as cf;
 use commands::docs;
+use datatype::BLOOM_TYPE;
 use glue::command::{dispatch, Command, KeyUse};
-use glue::datatype::BLOOM_TYPE;
 
 /// The module version Redis reports: MAJOR * 10000 + MINOR * 100 + PATCH of the crate version.
 const MODULE_VERSION: i32 = version_number();
@@ -91,12 +93,41 @@ const COMMANDS: &[Command] = &[
     command!(c"bf.scandump", commands::dump::scandump, c"readonly", 3, ReadsItems, docs::SCANDUMP),
     // BF.LOADCHUNK key iterator data
     command!(c"bf.loadchunk", commands::dump::loadchunk, c"write deny-oom", 4, Loads, docs::LOADCHUNK),
+    // CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION e]
+    command!(c"cf.reserve", cf::create::reserve, c"write deny-oom fast", -3, Inserts, cf::docs::RESERVE),
+    // CF.ADD key item
+    command!(c"cf.add", cf::add::add, c"write deny-oom", 3, Inserts, cf::docs::ADD),
+    // CF.ADDNX key item
+    command!(c"cf.addnx", cf::add::addnx, c"write deny-oom", 3, Inserts, cf::docs::ADDNX),
+    // CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item...
+    command!(c"cf.insert", cf::add::insert, c"write deny-oom", -4, Inserts, cf::docs::INSERT),
+    // CF.INSERTNX key [CAPACITY c] [NOCREATE] ITEMS item...
+    command!(c"cf.insertnx", cf::add::insertnx, c"write deny-oom", -4, Inserts, cf::docs::INSERTNX),
+    // CF.EXISTS key item
+    command!(c"cf.exists", cf::read::exists, c"readonly fast", 3, ReadsItems, cf::docs::EXISTS),
+    // CF.MEXISTS key item [item ...]
+    command!(c"cf.mexists", cf::read::mexists, c"readonly fast", -3, ReadsItems, cf::docs::MEXISTS),
+    // CF.COUNT key item
+    command!(c"cf.count", cf::read::count, c"readonly fast", 3, ReadsItems, cf::docs::COUNT),
+    // CF.DEL key item
+    command!(c"cf.del", cf::delete::del, c"write fast", 3, Deletes, cf::docs::DEL),
+    // CF.COMPACT key
+    command!(c"cf.compact", cf::delete::compact, c"write", 2, Updates, cf::docs::COMPACT),
+    // CF.INFO key
+    command!(c"cf.info", cf::read::info, c"readonly fast", 2, ReadsMetadata, cf::docs::INFO),
+    // CF.DEBUG key
+    command!(c"cf.debug", cf::read::debug, c"readonly", 2, ReadsMetadata, cf::docs::DEBUG),
+    // CF.SCANDUMP key iterator
+    command!(c"cf.scandump", cf::dump::scandump, c"readonly", 3, ReadsItems, cf::docs::SCANDUMP),
+    // CF.LOADCHUNK key iterator data
+    command!(c"cf.loadchunk", cf::dump::loadchunk, c"write deny-oom", 4, Loads, cf::docs::LOADCHUNK),
 ];
 
 /// Sets the module up once the server knows it: load arguments and configs, the INFO section,
 /// the commands. A refusal is logged once, with its reason, and the module does not load.
 fn init(ctx: *mut redis_module::raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(), String> {
-    glue::datatype::remember_raw_type();
+    glue::datatype::remember_raw_type::<bf_filter::Filter>();
+    glue::datatype::remember_raw_type::<bf_filter::cuckoo::Cuckoo>();
     config::apply_load_arguments(args)?;
     glue::config::register(ctx)?;
     glue::module::set_options(ctx);
@@ -123,8 +154,10 @@ static ALLOCATOR: glue::alloc::RedisAllocator = glue::alloc::RedisAllocator;
 static IDENTITY: glue::module::Identity = glue::module::Identity {
     name: c"bf",
     version: MODULE_VERSION,
-    data_type: &BLOOM_TYPE,
-    type_name: datatype::TYPE_NAME,
+    data_types: &[
+        (&BLOOM_TYPE, datatype::TYPE_NAME),
+        (&cuckoo_type::CUCKOO_TYPE, cuckoo_type::TYPE_NAME),
+    ],
 };
 
 /// The entry point Redis calls when it loads the module: the module's name (`bf`) and version,

@@ -4,7 +4,8 @@
 //! Filters are counted where they enter the keyspace (created by a command, loaded from RDB or
 //! RESTORE, copied) and where they leave it (freed, possibly on a lazy-free thread: hence atomics).
 
-use crate::size::memory_usage;
+use crate::size::{cuckoo_memory_usage, memory_usage};
+use bf_filter::cuckoo::Cuckoo;
 use bf_filter::Filter;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
@@ -17,6 +18,11 @@ static BYTES: AtomicI64 = AtomicI64::new(0);
 static ADDS: AtomicU64 = AtomicU64::new(0);
 static LOOKUPS: AtomicU64 = AtomicU64::new(0);
 static ERRORS: AtomicU64 = AtomicU64::new(0);
+static CUCKOO_FILTERS: AtomicI64 = AtomicI64::new(0);
+static CUCKOO_BYTES: AtomicI64 = AtomicI64::new(0);
+static CUCKOO_ADDS: AtomicU64 = AtomicU64::new(0);
+static CUCKOO_LOOKUPS: AtomicU64 = AtomicU64::new(0);
+static CUCKOO_DELETES: AtomicU64 = AtomicU64::new(0);
 
 /// A filter entered the keyspace.
 pub fn filter_added(filter: &Filter) {
@@ -59,6 +65,34 @@ pub fn parts_swept(count: usize) {
     count_up(&SWEPT_PARTS, count as u64);
 }
 
+/// A cuckoo filter entered the keyspace.
+pub fn cuckoo_added(filter: &Cuckoo) {
+    CUCKOO_FILTERS.fetch_add(1, Ordering::Relaxed);
+    CUCKOO_BYTES.fetch_add(cuckoo_memory_usage(filter) as i64, Ordering::Relaxed);
+}
+
+/// A cuckoo filter is being freed.
+pub fn cuckoo_freed(filter: &Cuckoo) {
+    CUCKOO_FILTERS.fetch_sub(1, Ordering::Relaxed);
+    CUCKOO_BYTES.fetch_sub(cuckoo_memory_usage(filter) as i64, Ordering::Relaxed);
+}
+
+/// A cuckoo filter's size changed (it grew, or a compaction freed a sub-filter) from `before`.
+pub fn cuckoo_resized(before: usize, filter: &Cuckoo) {
+    CUCKOO_BYTES.fetch_add(
+        cuckoo_memory_usage(filter) as i64 - before as i64,
+        Ordering::Relaxed,
+    );
+}
+
+/// `added` items went through a cuckoo add command, `looked_up` through a lookup or count, and
+/// `deleted` were deleted.
+pub fn cuckoo_items(added: usize, looked_up: usize, deleted: usize) {
+    count_up(&CUCKOO_ADDS, added as u64);
+    count_up(&CUCKOO_LOOKUPS, looked_up as u64);
+    count_up(&CUCKOO_DELETES, deleted as u64);
+}
+
 /// Adds to a counter only commands (and the sweep) change. They run on the server's main thread
 /// alone, so a plain load and store (no locked read-modify-write on the hot path) cannot lose a count.
 fn count_up(counter: &AtomicU64, by: u64) {
@@ -83,8 +117,9 @@ pub fn error_replied() {
 /// What INFO shows, section `bf` (the server prefixes each name with it): `bf_filters`,
 /// `bf_windowed_filters`, `bf_bytes`, `bf_adds`, `bf_lookups`, `bf_errors`,
 /// `bf_expired_generations`, `bf_sweep_keys` (windowed keys the sweep watches) and
-/// `bf_swept_parts` (parts of idle filters it dropped).
-pub fn fields() -> [(&'static std::ffi::CStr, i64); 9] {
+/// `bf_swept_parts` (parts of idle filters it dropped); then the cuckoo filters': `bf_cf_filters`,
+/// `bf_cf_bytes`, `bf_cf_adds`, `bf_cf_lookups`, `bf_cf_deletes` (errors count in `bf_errors`).
+pub fn fields() -> [(&'static std::ffi::CStr, i64); 14] {
     [
         (c"filters", FILTERS.load(Ordering::Relaxed)),
         (c"windowed_filters", WINDOWED.load(Ordering::Relaxed)),
@@ -98,5 +133,10 @@ pub fn fields() -> [(&'static std::ffi::CStr, i64); 9] {
         ),
         (c"sweep_keys", SWEEP_KEYS.load(Ordering::Relaxed) as i64),
         (c"swept_parts", SWEPT_PARTS.load(Ordering::Relaxed) as i64),
+        (c"cf_filters", CUCKOO_FILTERS.load(Ordering::Relaxed)),
+        (c"cf_bytes", CUCKOO_BYTES.load(Ordering::Relaxed)),
+        (c"cf_adds", CUCKOO_ADDS.load(Ordering::Relaxed) as i64),
+        (c"cf_lookups", CUCKOO_LOOKUPS.load(Ordering::Relaxed) as i64),
+        (c"cf_deletes", CUCKOO_DELETES.load(Ordering::Relaxed) as i64),
     ]
 }

@@ -2,6 +2,7 @@
 //! in one function that owns every argument error, then runs it against the key.
 
 pub mod add;
+pub mod cuckoo;
 pub mod docs;
 pub mod dump;
 pub mod exists;

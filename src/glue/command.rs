@@ -29,6 +29,10 @@ pub enum KeyUse {
     /// Creates the filter or overwrites part of it (LOADCHUNK): RW + UPDATE (the server takes
     /// one of INSERT, UPDATE and DELETE per key spec).
     Loads,
+    /// Removes from the filter (CF.DEL): RW + DELETE.
+    Deletes,
+    /// Rearranges the filter without changing what it holds (CF.COMPACT): RW + UPDATE.
+    Updates,
 }
 
 impl KeyUse {
@@ -37,7 +41,10 @@ impl KeyUse {
             KeyUse::ReadsItems => raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
             KeyUse::ReadsMetadata => raw::REDISMODULE_CMD_KEY_RO,
             KeyUse::Inserts => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_INSERT,
-            KeyUse::Loads => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
+            KeyUse::Loads | KeyUse::Updates => {
+                raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE
+            }
+            KeyUse::Deletes => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
         }
     }
 }

@@ -329,7 +329,7 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
         super::log::notice(
             ctx,
             "this server takes no unprefixed module configs: RedisBloom's Redis 8 names \
-             (bf-error-rate, bf-initial-size, bf-expansion-factor) are accepted as load \
+             (bf-error-rate, bf-initial-size, bf-expansion-factor, cf-*) are accepted as load \
              arguments only",
         );
     }

@@ -1,65 +1,57 @@
-//! The server's side of the `MBbloom--` data type: its registration and the callbacks the server
-//! calls to save, load, rewrite, digest, measure, copy and free a value. What they read and
-//! write is `crate::datatype`'s.
+//! The server's side of the module's data types (`MBbloom--`, `MBbloomCF`): the callbacks the
+//! server calls to save, load, rewrite, digest, measure, copy and free a value, written once over
+//! [`Value`]. What they read and write is each family's (`crate::datatype`, `crate::cuckoo_type`).
 
 use super::guard::guarded;
-use crate::datatype::{self, Digest, ENCODING_VERSION, TYPE_NAME};
-use crate::size::memory_usage;
-use bf_filter::stored::{self, FieldSink, FieldSource, LoadError};
-use bf_filter::Filter;
-use redis_module::native_types::RedisType;
+use super::value::{Digest, Loading, Value};
+use bf_filter::fields::{FieldSink, FieldSource, LoadError};
 use redis_module::raw;
 use std::os::raw::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::Ordering;
 
-/// The type, registered at load time.
-pub static BLOOM_TYPE: RedisType = RedisType::new(
-    TYPE_NAME,
-    ENCODING_VERSION,
+/// The type methods of a value type `T`: the callbacks below, for `T`.
+pub const fn methods<T: Value>() -> raw::RedisModuleTypeMethods {
     raw::RedisModuleTypeMethods {
         version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
-        rdb_load: Some(rdb_load),
-        rdb_save: Some(rdb_save),
-        aof_rewrite: Some(aof_rewrite),
-        mem_usage: Some(mem_usage),
-        digest: Some(digest),
-        free: Some(free),
+        rdb_load: Some(rdb_load::<T>),
+        rdb_save: Some(rdb_save::<T>),
+        aof_rewrite: Some(aof_rewrite::<T>),
+        mem_usage: Some(mem_usage::<T>),
+        digest: Some(digest::<T>),
+        free: Some(free::<T>),
         aux_load: None,
         aux_save: None,
         aux_save_triggers: 0,
-        free_effort: Some(free_effort),
+        free_effort: Some(free_effort::<T>),
         unlink: None,
-        copy: Some(copy),
+        copy: Some(copy::<T>),
         defrag: None,
         mem_usage2: None,
         free_effort2: None,
         unlink2: None,
         copy2: None,
         aux_save2: None,
-    },
-);
-
-/// The server's handle for the type, kept where the command path reads it without a RefCell.
-static RAW_TYPE: AtomicPtr<raw::RedisModuleType> = AtomicPtr::new(std::ptr::null_mut());
-
-/// Remembers the type's handle once the server has created it (at load time).
-pub fn remember_raw_type() {
-    RAW_TYPE.store(*BLOOM_TYPE.raw_type.borrow(), Ordering::Relaxed);
+    }
 }
 
-/// The server's handle for the type.
+/// Remembers `T`'s type handle once the server has created it (at load time).
+pub fn remember_raw_type<T: Value>() {
+    T::handle().store(*T::data_type().raw_type.borrow(), Ordering::Relaxed);
+}
+
+/// The server's handle for `T`'s type.
 #[inline]
-pub fn raw_type() -> *mut raw::RedisModuleType {
-    RAW_TYPE.load(Ordering::Relaxed)
+pub fn raw_type<T: Value>() -> *mut raw::RedisModuleType {
+    T::handle().load(Ordering::Relaxed)
 }
 
-/// The filter a value pointer stands for.
+/// The value a value pointer stands for.
 ///
 /// # Safety
-/// `value` must be a value of this type: a `Box<Filter>` leaked into the keyspace, alive for `'a`.
-unsafe fn filter<'a>(value: *const c_void) -> &'a Filter {
+/// `value` must be a value of `T`'s type: a `Box<T>` leaked into the keyspace, alive for `'a`.
+unsafe fn value_of<'a, T>(value: *const c_void) -> &'a T {
     // SAFETY: the caller's contract.
-    unsafe { &*value.cast::<Filter>() }
+    unsafe { &*value.cast::<T>() }
 }
 
 /// The RDB stream of a save or load callback, as a field stream for `bf_filter::stored`.
@@ -161,34 +153,31 @@ const NO_CTX: *mut raw::RedisModuleCtx = std::ptr::null_mut();
 
 /// # Safety
 /// Called by the server with the IO of a save and a value of this type.
-unsafe extern "C" fn rdb_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+unsafe extern "C" fn rdb_save<T: Value>(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
     // SAFETY: a value of this type (the server's contract).
-    let filter = unsafe { filter(value) };
-    guarded(
-        NO_CTX,
-        "rdb_save",
-        || (),
-        || stored::save(filter, &mut Rdb(rdb)),
-    );
+    let value = unsafe { value_of::<T>(value) };
+    guarded(NO_CTX, "rdb_save", || (), || value.save(&mut Rdb(rdb)));
 }
 
-extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
+extern "C" fn rdb_load<T: Value>(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     let loaded = guarded(
         NO_CTX,
         "rdb_load",
         || Err("the loader failed (see the log)".to_string()),
         || {
-            let filter = datatype::load(&mut Rdb(rdb), encver)?;
-            let origin = super::module::io_origin(rdb);
-            let now = super::module::now();
-            datatype::settle_loaded(filter, origin, now, |why| super::log::io_warning(rdb, why))
+            let loading = Loading {
+                origin: super::module::io_origin(rdb),
+                now: super::module::now(),
+                warn: &mut |why| super::log::io_warning(rdb, why),
+            };
+            T::load(&mut Rdb(rdb), encver, loading)
         },
     );
     match loaded {
-        Ok(filter) => {
-            crate::stats::filter_added(&filter);
-            datatype::note_loaded(&filter);
-            Box::into_raw(Box::new(filter)).cast()
+        Ok(value) => {
+            value.entered();
+            value.loaded();
+            Box::into_raw(Box::new(value)).cast()
         }
         Err(why) => {
             super::log::io_warning(rdb, &format!("cannot load a filter: {why}"));
@@ -199,18 +188,18 @@ extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_vo
 
 /// # Safety
 /// Called by the server with the IO of a rewrite, the key's name and a value of this type.
-unsafe extern "C" fn aof_rewrite(
+unsafe extern "C" fn aof_rewrite<T: Value>(
     aof: *mut raw::RedisModuleIO,
     key: *mut raw::RedisModuleString,
     value: *mut c_void,
 ) {
-    let emit = |iterator: u64, bytes: &[u8]| {
+    let mut emit = |iterator: u64, bytes: &[u8]| {
         // SAFETY: the rewrite's IO and key; "slb" reads the key as a string, the iterator as a
         // long long and the chunk as a buffer of `bytes.len()` bytes.
         unsafe {
             raw::RedisModule_EmitAOF.unwrap()(
                 aof,
-                c"BF.LOADCHUNK".as_ptr(),
+                T::LOADCHUNK.as_ptr(),
                 c"slb".as_ptr(),
                 key,
                 iterator as std::os::raw::c_longlong,
@@ -220,55 +209,48 @@ unsafe extern "C" fn aof_rewrite(
         }
     };
     // SAFETY: a value of this type (the server's contract).
-    let filter = unsafe { filter(value) };
-    guarded(
-        NO_CTX,
-        "aof_rewrite",
-        || (),
-        || datatype::rewrite(filter, emit),
-    );
+    let value = unsafe { value_of::<T>(value) };
+    guarded(NO_CTX, "aof_rewrite", || (), || value.rewrite(&mut emit));
 }
 
 /// # Safety
 /// Called by the server with a value of this type.
-unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
+unsafe extern "C" fn mem_usage<T: Value>(value: *const c_void) -> usize {
     // SAFETY: a value of this type (the server's contract).
-    let filter = unsafe { filter(value) };
-    guarded(NO_CTX, "mem_usage", || 0, || memory_usage(filter))
+    let value = unsafe { value_of::<T>(value) };
+    guarded(NO_CTX, "mem_usage", || 0, || value.memory_usage())
 }
 
 /// # Safety
 /// Called by the server with a digest and a value of this type.
-unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+unsafe extern "C" fn digest<T: Value>(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
     // SAFETY: a value of this type (the server's contract).
-    let filter = unsafe { filter(value) };
+    let value = unsafe { value_of::<T>(value) };
     guarded(
         NO_CTX,
         "digest",
         || (),
-        || datatype::digest(filter, &mut ServerDigest(md)),
+        || value.digest(&mut ServerDigest(md)),
     );
 }
 
 /// # Safety
 /// Called by the server with a value of this type, which it forgets.
-unsafe extern "C" fn free(value: *mut c_void) {
+unsafe extern "C" fn free<T: Value>(value: *mut c_void) {
     // SAFETY: the Box this module leaked into the keyspace, handed back once.
-    let filter = unsafe { Box::from_raw(value.cast::<Filter>()) };
-    guarded(
-        NO_CTX,
-        "free",
-        || (),
-        || crate::stats::filter_freed(&filter),
-    );
-    drop(filter);
+    let value = unsafe { Box::from_raw(value.cast::<T>()) };
+    guarded(NO_CTX, "free", || (), || value.left());
+    drop(value);
 }
 
 /// # Safety
 /// Called by the server with a value of this type.
-unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+unsafe extern "C" fn free_effort<T: Value>(
+    _key: *mut raw::RedisModuleString,
+    value: *const c_void,
+) -> usize {
     // SAFETY: a value of this type (the server's contract).
-    let filter = unsafe { filter(value) };
+    let value = unsafe { value_of::<T>(value) };
     // The number of blocks to hand back: a big filter (over 64 of them) is freed in the
     // background by UNLINK and lazy-free.
     guarded(
@@ -277,7 +259,7 @@ unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *cons
         || 1,
         || {
             let mut blocks = 1;
-            filter.visit_allocations(&mut |_, _| blocks += 1);
+            value.visit_allocations(&mut |_, _| blocks += 1);
             blocks
         },
     )
@@ -285,18 +267,18 @@ unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *cons
 
 /// # Safety
 /// Called by the server with a value of this type.
-unsafe extern "C" fn copy(
+unsafe extern "C" fn copy<T: Value>(
     _from: *mut raw::RedisModuleString,
     _to: *mut raw::RedisModuleString,
     value: *const c_void,
 ) -> *mut c_void {
     // SAFETY: a value of this type (the server's contract).
-    let filter = unsafe { filter(value) };
+    let value = unsafe { value_of::<T>(value) };
     // A copy the server has no memory for is refused (COPY answers an error), not an abort.
-    let copied = guarded(NO_CTX, "copy", || None, || filter.try_clone().ok());
+    let copied = guarded(NO_CTX, "copy", || None, || value.try_clone());
     match copied {
         Some(copy) => {
-            crate::stats::filter_added(&copy);
+            copy.entered();
             Box::into_raw(Box::new(copy)).cast()
         }
         None => std::ptr::null_mut(),

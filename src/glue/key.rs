@@ -1,10 +1,13 @@
 //! Opening a key that should hold a filter: the one place that decides "missing", "ours" or
-//! WRONGTYPE, and that hands filters to and from the keyspace.
+//! WRONGTYPE, and that hands filters to and from the keyspace. Written once for both families
+//! ([`Key`] of a [`Value`] type: [`FilterKey`] for Bloom filters, `Key<Cuckoo>` for cuckoo ones).
 
+use super::value::Value;
 use crate::error::BfError;
 use crate::glue::call::Call;
 use bf_filter::Filter;
 use redis_module::raw;
+use std::marker::PhantomData;
 use std::os::raw::{c_int, c_void};
 
 /// How a key is opened.
@@ -14,38 +17,46 @@ pub enum Access {
     Write,
 }
 
-/// An open key; closed when dropped.
-pub struct FilterKey {
+/// An open key that should hold a `T`; closed when dropped.
+pub struct Key<T: Value> {
     key: *mut raw::RedisModuleKey,
     /// The key's name, when this module made the string (a key opened by name, outside a
     /// command): freed after the key is closed.
     name: Option<*mut raw::RedisModuleString>,
+    value: PhantomData<T>,
 }
+
+/// A key that should hold a Bloom filter.
+pub type FilterKey = Key<Filter>;
 
 /// What an open key holds, for a command that may create a filter: the filter, or the room for
 /// one (the key is empty).
-pub enum Entry<'k> {
-    Filter(&'k mut Filter),
-    Empty(Vacant<'k>),
+pub enum Entry<'k, T: Value = Filter> {
+    Filter(&'k mut T),
+    Empty(Vacant<'k, T>),
 }
 
 /// An empty key, open for writing: [`Vacant::create`] stores a filter in it.
-pub struct Vacant<'k>(&'k mut FilterKey);
+pub struct Vacant<'k, T: Value = Filter>(&'k mut Key<T>);
 
-impl<'k> Vacant<'k> {
+impl<'k, T: Value> Vacant<'k, T> {
     /// Stores a new filter in the key and returns it.
-    pub fn create(self, filter: Filter) -> Result<&'k mut Filter, BfError> {
+    pub fn create(self, filter: T) -> Result<&'k mut T, BfError> {
         self.0.create(filter)
     }
 }
 
-impl FilterKey {
+impl<T: Value> Key<T> {
     /// Opens the key named by argument `index` of the call.
-    pub fn open(call: &Call, index: usize, access: Access) -> FilterKey {
+    pub fn open(call: &Call, index: usize, access: Access) -> Key<T> {
         // SAFETY: the context and the argument string are valid for the whole call, and the key
         // is closed (by Drop) before the call returns.
         let key = unsafe { open_key(call.ctx(), call.arg_string(index), mode(access)) };
-        FilterKey { key, name: None }
+        Key {
+            key,
+            name: None,
+            value: PhantomData,
+        }
     }
 
     /// Opens the key `name` of the context's selected database, outside a command (the sweep, an
@@ -53,11 +64,7 @@ impl FilterKey {
     ///
     /// # Safety
     /// `ctx` must be a valid context for as long as the key is open.
-    pub unsafe fn open_name(
-        ctx: *mut raw::RedisModuleCtx,
-        name: &[u8],
-        access: Access,
-    ) -> FilterKey {
+    pub unsafe fn open_name(ctx: *mut raw::RedisModuleCtx, name: &[u8], access: Access) -> Key<T> {
         // SAFETY: a valid buffer; the string is freed by Drop, after the key is closed.
         let string = unsafe {
             raw::RedisModule_CreateString.unwrap()(
@@ -69,9 +76,10 @@ impl FilterKey {
         let mode = mode(access) | raw::REDISMODULE_OPEN_KEY_NOTOUCH;
         // SAFETY: the caller's context, and the string just made.
         let key = unsafe { open_key(ctx, string, mode) };
-        FilterKey {
+        Key {
             key,
             name: Some(string),
+            value: PhantomData,
         }
     }
 
@@ -84,17 +92,17 @@ impl FilterKey {
     }
 
     /// The value's pointer if the key holds a filter, `None` if it is empty, WRONGTYPE otherwise.
-    fn value(&self) -> Result<Option<*mut Filter>, BfError> {
+    fn value(&self) -> Result<Option<*mut T>, BfError> {
         if self.key.is_null() {
             return Ok(None);
         }
         // SAFETY: a non-null key opened by `open` and not yet closed. The type is asked first:
         // it is null for an empty key or a key of a non-module type, so a filter costs one call.
         unsafe {
-            if raw::RedisModule_ModuleTypeGetType.unwrap()(self.key) == super::datatype::raw_type()
-            {
+            let raw_type = super::datatype::raw_type::<T>();
+            if raw::RedisModule_ModuleTypeGetType.unwrap()(self.key) == raw_type {
                 let value = raw::RedisModule_ModuleTypeGetValue.unwrap()(self.key);
-                return Ok(Some(value.cast::<Filter>()));
+                return Ok(Some(value.cast::<T>()));
             }
             if raw::RedisModule_KeyType.unwrap()(self.key)
                 == raw::REDISMODULE_KEYTYPE_EMPTY as c_int
@@ -106,21 +114,21 @@ impl FilterKey {
     }
 
     /// The filter the key holds, if any.
-    pub fn filter(&self) -> Result<Option<&Filter>, BfError> {
+    pub fn filter(&self) -> Result<Option<&T>, BfError> {
         // SAFETY: a value of our type is a `Box<Filter>` set by `create` or by rdb_load/copy, and
         // stays alive while the key is open.
         Ok(self.value()?.map(|chain| unsafe { &*chain }))
     }
 
     /// The filter the key holds, if any, to change it (the key must be open for writing).
-    pub fn filter_mut(&mut self) -> Result<Option<&mut Filter>, BfError> {
+    pub fn filter_mut(&mut self) -> Result<Option<&mut T>, BfError> {
         // SAFETY: as in `filter`; `&mut self` makes this the only reference handed out.
         Ok(self.value()?.map(|chain| unsafe { &mut *chain }))
     }
 
     /// The filter the key holds, or the room for one; WRONGTYPE for a key of another type. One
     /// look at the key, where `filter` then `create` would take two.
-    pub fn entry(&mut self) -> Result<Entry<'_>, BfError> {
+    pub fn entry(&mut self) -> Result<Entry<'_, T>, BfError> {
         match self.value()? {
             // SAFETY: as in `filter_mut`.
             Some(chain) => Ok(Entry::Filter(unsafe { &mut *chain })),
@@ -129,14 +137,14 @@ impl FilterKey {
     }
 
     /// Stores a new filter in the empty key (open for writing) and returns it.
-    pub fn create(&mut self, chain: Filter) -> Result<&mut Filter, BfError> {
-        let value = Box::into_raw(Box::new(chain));
+    pub fn create(&mut self, filter: T) -> Result<&mut T, BfError> {
+        let value = Box::into_raw(Box::new(filter));
         // SAFETY: the key is open for writing; on success Redis owns the box and frees it through
         // the type's free callback.
         let status = unsafe {
             raw::RedisModule_ModuleTypeSetValue.unwrap()(
                 self.key,
-                super::datatype::raw_type(),
+                super::datatype::raw_type::<T>(),
                 value.cast::<c_void>(),
             )
         };
@@ -146,13 +154,13 @@ impl FilterKey {
             return Err(BfError::Internal);
         }
         // SAFETY: the value now lives in the keyspace for at least as long as the key is open.
-        let chain = unsafe { &mut *value };
-        crate::stats::filter_added(chain);
-        Ok(chain)
+        let filter = unsafe { &mut *value };
+        filter.entered();
+        Ok(filter)
     }
 }
 
-impl FilterKey {
+impl<T: Value> Key<T> {
     /// When the key expires (milliseconds since the epoch), if it has a time to live.
     pub fn expires_at(&self) -> Option<u64> {
         if self.key.is_null() {
@@ -199,7 +207,7 @@ unsafe fn open_key(
     }
 }
 
-impl Drop for FilterKey {
+impl<T: Value> Drop for Key<T> {
     fn drop(&mut self) {
         if !self.key.is_null() {
             // SAFETY: opened by `open`, closed once.

@@ -17,6 +17,7 @@ pub mod info;
 pub mod key;
 pub mod log;
 pub mod module;
+pub mod value;
 
 use bf_filter::window::ClockTrust;
 

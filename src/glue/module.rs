@@ -9,16 +9,15 @@ use std::ffi::CStr;
 use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-/// What the server knows a module by: its name and version, and its data type with the type's
+/// What the server knows a module by: its name and version, and its data types with each type's
 /// name (which the redis-module crate's `RedisType` keeps to itself).
 pub struct Identity {
     pub name: &'static CStr,
     pub version: c_int,
-    pub data_type: &'static RedisType,
-    pub type_name: &'static str,
+    pub data_types: &'static [(&'static RedisType, &'static str)],
 }
 
-/// What `RedisModule_OnLoad` does: binds the module API, names the module, creates its data type,
+/// What `RedisModule_OnLoad` does: binds the module API, names the module, creates its data types,
 /// then runs `init` with the load arguments as bytes. `init`'s error is logged as the reason the
 /// module refuses to load.
 ///
@@ -34,8 +33,7 @@ pub unsafe fn load(
     let Identity {
         name,
         version,
-        data_type,
-        type_name,
+        data_types,
     } = *module;
     // Nothing may be allocated before this: the module's allocator is the server's, reached
     // through the API this call binds.
@@ -64,10 +62,12 @@ pub unsafe fn load(
         return raw::REDISMODULE_ERR as c_int;
     }
     bind_optional_api();
-    if data_type.create_data_type(ctx).is_err() {
-        let why = format!("the data type name {type_name} is taken");
-        crate::glue::log::warning(ctx, &format!("refusing to load: {}", taken(&why)));
-        return raw::REDISMODULE_ERR as c_int;
+    for (data_type, type_name) in data_types {
+        if data_type.create_data_type(ctx).is_err() {
+            let why = format!("the data type name {type_name} is taken");
+            crate::glue::log::warning(ctx, &format!("refusing to load: {}", taken(&why)));
+            return raw::REDISMODULE_ERR as c_int;
+        }
     }
     let argv: &[*mut raw::RedisModuleString] = match usize::try_from(argc) {
         // SAFETY: the server's `argc` load arguments (the caller's contract).

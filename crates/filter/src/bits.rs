@@ -123,7 +123,7 @@ fn locate(bits: u64, index: u64) -> (usize, usize) {
 
 /// A hint to load the cache line holding `byte`; a no-op where the target has no such hint.
 #[inline(always)]
-fn prefetch_byte(byte: &u8) {
+pub(crate) fn prefetch_byte(byte: &u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch only hints the cache; `byte` is a valid reference anyway.
     unsafe {
@@ -140,10 +140,10 @@ fn check_bit_count(bits: u64) -> bool {
     bits > 0 && bits.is_multiple_of(64) && usize::try_from(bits / 8).is_ok()
 }
 
-/// A zeroed piece of `len` bytes, or `None` if the allocator has no memory for it: filters are
-/// the one allocation here whose size a client chooses, so running out must be an error reply,
-/// not an abort of the whole server.
-fn zeroed_piece(len: usize) -> Option<Box<[u8]>> {
+/// A zeroed block of `len` bytes (a bit array's piece, a cuckoo filter's buckets), or `None` if
+/// the allocator has no memory for it: filters are the one allocation here whose size a client
+/// chooses, so running out must be an error reply, not an abort of the whole server.
+pub(crate) fn zeroed_piece(len: usize) -> Option<Box<[u8]>> {
     let layout = std::alloc::Layout::array::<u8>(len).ok()?;
     if len == 0 {
         return None;

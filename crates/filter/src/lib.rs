@@ -27,6 +27,7 @@ pub mod bits;
 pub mod bytes;
 pub mod chain;
 pub mod chunks;
+pub mod cuckoo;
 pub mod doc_tables;
 pub mod dump;
 pub mod fields;
@@ -83,6 +84,11 @@ pub enum FilterError {
         /// The dump offset where the next chunk starts.
         expected: u64,
     },
+    /// A cuckoo filter has as many sub-filters as `cf-max-expansions` allows.
+    MaxExpansions,
+    /// A cuckoo filter item's two buckets hold nothing but copies of it: one more copy would
+    /// only grow the filter.
+    TooManyCopies,
 }
 
 #[cfg(test)]

@@ -1,0 +1,513 @@
+//! [`Cuckoo`], what a `CF.*` key holds: a chain of [`Table`]s that grows by the expansion when an
+//! item finds no room, with RedisBloom's insertion, eviction, deletion and counting, step for step,
+//! so that the same commands leave the same bytes.
+//!
+//! An insert looks for an empty slot in the item's two buckets of each sub-filter, newest first;
+//! failing that it evicts in the newest one: starting at the item's first bucket, it swaps the
+//! item into slot 0, 1, 2, ... (one more each step, modulo the bucket size) and carries the
+//! fingerprint it displaced to that fingerprint's other bucket, until one has an empty slot or
+//! `max_iterations` swaps were made, which it then undoes in reverse. No randomness: a replica
+//! makes the same moves. Then the filter grows by a sub-filter `expansion` times the newest (or,
+//! with expansion 0, refuses the item), and the item goes there.
+
+use super::print::{alternate, Print};
+use super::table::{table_bytes, Table, MAX_BUCKETS};
+use crate::bytes::{charged, charged_array};
+use crate::restoring::Restoring;
+use crate::FilterError;
+
+/// The largest bucket size (a slot count, RedisBloom's bound).
+pub const MAX_BUCKET_SIZE: u8 = 255;
+/// The largest `MAXITERATIONS`.
+pub const MAX_ITERATIONS: u16 = u16::MAX;
+/// The largest expansion (after rounding up to a power of two).
+pub const MAX_EXPANSION: u16 = 32768;
+/// The most sub-filters a filter may ever have, whatever `cf-max-expansions` says (RedisBloom's
+/// count is 16 bits wide).
+pub const MAX_TABLES: u64 = 65_535;
+
+/// How a filter is made and grows: what `CF.RESERVE` sets and `CF.INFO` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Params {
+    /// Slots per bucket, 1 to 255.
+    pub bucket_size: u8,
+    /// Swaps an insert may make before the filter grows, 1 to 65535.
+    pub max_iterations: u16,
+    /// Each new sub-filter's bucket count over the newest one's: 0 (never grow) or a power of
+    /// two up to 32768.
+    pub expansion: u16,
+}
+
+impl Params {
+    /// Parameters as asked: the expansion rounded up to a power of two, as RedisBloom keeps it.
+    pub fn new(
+        bucket_size: u64,
+        max_iterations: u64,
+        expansion: u64,
+    ) -> Result<Params, FilterError> {
+        let bucket_size = u8::try_from(bucket_size)
+            .ok()
+            .filter(|&size| size >= 1)
+            .ok_or(FilterError::Corrupt("bucket size out of range"))?;
+        let max_iterations = u16::try_from(max_iterations)
+            .ok()
+            .filter(|&iterations| iterations >= 1)
+            .ok_or(FilterError::Corrupt("max iterations out of range"))?;
+        let expansion = match u16::try_from(expansion) {
+            Ok(0) => 0,
+            Ok(expansion) if expansion <= MAX_EXPANSION => expansion.next_power_of_two(),
+            _ => return Err(FilterError::Corrupt("expansion out of range")),
+        };
+        Ok(Params {
+            bucket_size,
+            max_iterations,
+            expansion,
+        })
+    }
+}
+
+/// The bucket count of a new filter for `capacity` items: `capacity / bucket_size` rounded up to a
+/// power of two (at least 1), as RedisBloom sizes it.
+pub fn buckets_for(capacity: u64, bucket_size: u8) -> Result<u64, FilterError> {
+    let wanted = capacity / u64::from(bucket_size.max(1));
+    match wanted.max(1).checked_next_power_of_two() {
+        Some(buckets) if buckets <= MAX_BUCKETS => Ok(buckets),
+        _ => Err(FilterError::TooLarge { bytes: u64::MAX }),
+    }
+}
+
+/// What an insert may take: how many sub-filters the filter may have (`cf-max-expansions`),
+/// and how many bytes in all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_tables: u64,
+    pub max_bytes: u64,
+}
+
+impl Limits {
+    /// No limit but the format's: for writes a primary or the AOF replays.
+    pub const NONE: Limits = Limits {
+        max_tables: MAX_TABLES,
+        max_bytes: u64::MAX,
+    };
+}
+
+/// A cuckoo filter: the value of one `CF.*` key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cuckoo {
+    params: Params,
+    /// Oldest first; never empty. Sub-filter `i` has the first one's buckets times
+    /// `expansion^i`. Allocated to the exact count.
+    pub(crate) tables: Box<[Table]>,
+    /// Items added less items deleted (a copy added twice counts twice), as RedisBloom counts.
+    pub(crate) items: u64,
+    /// Deletes since the last compaction.
+    pub(crate) deletes: u64,
+    /// While the filter is being rebuilt from dump chunks: where the restore stands.
+    pub(crate) restoring: Option<Box<Restoring>>,
+}
+
+impl Cuckoo {
+    /// An empty filter of one sub-filter of `buckets` buckets, refused past `max_bytes`.
+    pub fn new(buckets: u64, params: Params, max_bytes: u64) -> Result<Cuckoo, FilterError> {
+        let bytes = Cuckoo::planned_bytes(params.bucket_size, [buckets]);
+        if bytes > max_bytes {
+            return Err(FilterError::TooLarge { bytes });
+        }
+        Ok(Cuckoo {
+            params,
+            tables: Box::new([Table::new(buckets, params.bucket_size)?]),
+            items: 0,
+            deletes: 0,
+            restoring: None,
+        })
+    }
+
+    /// A filter rebuilt from stored parts, checked: the sub-filters' bucket counts follow the
+    /// expansion from the first, each holds the bucket size, and the items fit in the slots.
+    pub fn from_parts(
+        params: Params,
+        tables: Vec<Table>,
+        items: u64,
+        deletes: u64,
+    ) -> Result<Cuckoo, FilterError> {
+        check_shape(params, tables.iter().map(Table::buckets), items)?;
+        Ok(Cuckoo {
+            params,
+            tables: tables.into_boxed_slice(),
+            items,
+            deletes,
+            restoring: None,
+        })
+    }
+
+    /// A copy, or [`FilterError::OutOfMemory`].
+    pub fn try_clone(&self) -> Result<Cuckoo, FilterError> {
+        let mut tables = Vec::new();
+        tables
+            .try_reserve_exact(self.tables.len())
+            .map_err(|_| FilterError::OutOfMemory { bytes: 0 })?;
+        for table in self.tables.iter() {
+            tables.push(table.try_clone()?);
+        }
+        Ok(Cuckoo {
+            tables: tables.into_boxed_slice(),
+            restoring: self.restoring.clone(),
+            ..*self
+        })
+    }
+
+    /// How it was made.
+    pub fn params(&self) -> Params {
+        self.params
+    }
+
+    /// Its sub-filters, oldest first.
+    pub fn tables(&self) -> &[Table] {
+        &self.tables
+    }
+
+    /// The first sub-filter's bucket count (`CF.INFO`'s "Number of buckets").
+    pub fn buckets(&self) -> u64 {
+        self.tables[0].buckets()
+    }
+
+    /// Items added less items deleted.
+    pub fn items(&self) -> u64 {
+        self.items
+    }
+
+    /// Deletes since the last compaction.
+    pub fn deletes(&self) -> u64 {
+        self.deletes
+    }
+
+    /// True if `item` may have been added (and not deleted since).
+    pub fn contains(&self, item: &[u8]) -> bool {
+        self.contains_print(&Print::of(item))
+    }
+
+    pub(crate) fn contains_print(&self, print: &Print) -> bool {
+        let fingerprint = print.fingerprint();
+        self.tables.iter().any(|table| {
+            table
+                .find(table.bucket_of(print.first()), fingerprint)
+                .is_some()
+                || table
+                    .find(table.bucket_of(print.second()), fingerprint)
+                    .is_some()
+        })
+    }
+
+    /// Looks up items in order, loading each item's buckets a few items ahead so that their
+    /// cache misses overlap.
+    pub fn contains_many<'a>(
+        &self,
+        items: impl IntoIterator<Item = &'a [u8]>,
+        mut answer: impl FnMut(bool),
+    ) {
+        const AHEAD: usize = 8;
+        let mut ring = [Print::of(b""); AHEAD];
+        let (mut head, mut held) = (0usize, 0usize);
+        for item in items {
+            let print = Print::of(item);
+            for table in self.tables.iter() {
+                table.prefetch(table.bucket_of(print.first()));
+                table.prefetch(table.bucket_of(print.second()));
+            }
+            if held == AHEAD {
+                answer(self.contains_print(&ring[head]));
+                ring[head] = print;
+                head = (head + 1) % AHEAD;
+            } else {
+                ring[(head + held) % AHEAD] = print;
+                held += 1;
+            }
+        }
+        for offset in 0..held {
+            answer(self.contains_print(&ring[(head + offset) % AHEAD]));
+        }
+    }
+
+    /// How many times `item`'s fingerprint is found in its buckets of every sub-filter (twice
+    /// where its two buckets are one), as RedisBloom counts.
+    pub fn count(&self, item: &[u8]) -> u64 {
+        let print = Print::of(item);
+        let fingerprint = print.fingerprint();
+        self.tables
+            .iter()
+            .map(|table| {
+                table.count(table.bucket_of(print.first()), fingerprint)
+                    + table.count(table.bucket_of(print.second()), fingerprint)
+            })
+            .sum()
+    }
+
+    /// Refuses a new item when the filter has `limits.max_tables` sub-filters already, whether
+    /// or not the item would need one more (RedisBloom's rule, checked here before every item).
+    pub fn check_room(&self, limits: &Limits) -> Result<(), FilterError> {
+        if self.tables.len() as u64 >= limits.max_tables {
+            return Err(FilterError::MaxExpansions);
+        }
+        Ok(())
+    }
+
+    /// Adds `item` (another copy if it is there already).
+    pub fn add(&mut self, item: &[u8], limits: &Limits) -> Result<(), FilterError> {
+        self.check_room(limits)?;
+        self.insert(Print::of(item), limits)
+    }
+
+    /// Adds `item` unless it may be there already: true if added.
+    pub fn add_unique(&mut self, item: &[u8], limits: &Limits) -> Result<bool, FilterError> {
+        self.check_room(limits)?;
+        let print = Print::of(item);
+        if self.contains_print(&print) {
+            return Ok(false);
+        }
+        self.insert(print, limits)?;
+        Ok(true)
+    }
+
+    fn insert(&mut self, print: Print, limits: &Limits) -> Result<(), FilterError> {
+        loop {
+            if self.place(&print) || self.evict(&print) {
+                self.items += 1;
+                return Ok(());
+            }
+            if self.params.expansion == 0 {
+                return Err(FilterError::Full);
+            }
+            if self.copies_fill_buckets(&print) {
+                return Err(FilterError::TooManyCopies);
+            }
+            self.grow(limits.max_bytes)?;
+        }
+    }
+
+    /// Puts the print in the first empty slot of its first bucket, else its second, in the
+    /// newest sub-filter that has one.
+    fn place(&mut self, print: &Print) -> bool {
+        let fingerprint = print.fingerprint();
+        for table in self.tables.iter_mut().rev() {
+            for index in [print.first(), print.second()] {
+                let bucket = table.bucket_of(index);
+                if let Some(slot) = table.empty_slot(bucket) {
+                    table.swap(bucket, slot, fingerprint);
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// RedisBloom's eviction in the newest sub-filter (see the module documentation); false,
+    /// with every swap undone, if no empty slot turned up.
+    fn evict(&mut self, print: &Print) -> bool {
+        let size = self.params.bucket_size;
+        let iterations = u32::from(self.params.max_iterations);
+        let Some(table) = self.tables.last_mut() else {
+            return false;
+        };
+        let mut bucket = table.bucket_of(print.first());
+        let mut carried = print.fingerprint();
+        for step in 0..iterations {
+            let slot = (step % u32::from(size)) as u8;
+            carried = table.swap(bucket, slot, carried);
+            bucket = table.bucket_of(alternate(bucket, carried));
+            if let Some(empty) = table.empty_slot(bucket) {
+                table.swap(bucket, empty, carried);
+                return true;
+            }
+        }
+        // Back the way it came: each fingerprint carried returns to the slot it was taken from,
+        // in the bucket its other bucket leads back to.
+        for step in (0..iterations).rev() {
+            let slot = (step % u32::from(size)) as u8;
+            bucket = table.bucket_of(alternate(bucket, carried));
+            carried = table.swap(bucket, slot, carried);
+        }
+        false
+    }
+
+    /// True if the print's buckets in the newest sub-filter hold nothing but copies of it: the
+    /// same item added over and over, which growth would never satisfy (each new sub-filter would
+    /// fill with copies too: RedisBloom grew to gigabytes that way).
+    fn copies_fill_buckets(&self, print: &Print) -> bool {
+        let Some(table) = self.tables.last() else {
+            return false;
+        };
+        let fingerprint = print.fingerprint();
+        let first = table.bucket_of(print.first());
+        let second = table.bucket_of(print.second());
+        let size = u64::from(self.params.bucket_size);
+        let wanted = if first == second { size } else { 2 * size };
+        let mut found = table.count(first, fingerprint);
+        if first != second {
+            found += table.count(second, fingerprint);
+        }
+        found == wanted
+    }
+
+    /// Adds a sub-filter `expansion` times the newest, refused past `max_bytes`.
+    fn grow(&mut self, max_bytes: u64) -> Result<(), FilterError> {
+        let newest = self.tables[self.tables.len() - 1].buckets();
+        let buckets = newest
+            .checked_mul(u64::from(self.params.expansion))
+            .filter(|&buckets| buckets <= MAX_BUCKETS)
+            .ok_or(FilterError::CannotGrow)?;
+        if self.tables.len() as u64 >= MAX_TABLES {
+            return Err(FilterError::CannotGrow);
+        }
+        let bytes = Cuckoo::planned_bytes(
+            self.params.bucket_size,
+            self.tables
+                .iter()
+                .map(Table::buckets)
+                .chain(std::iter::once(buckets)),
+        )
+        .saturating_add(self.restoring_bytes());
+        if bytes > max_bytes {
+            return Err(FilterError::TooLarge { bytes });
+        }
+        let added = Table::new(buckets, self.params.bucket_size)?;
+        let mut tables = std::mem::take(&mut self.tables).into_vec();
+        let room = tables.try_reserve_exact(1);
+        if room.is_ok() {
+            tables.push(added);
+        }
+        self.tables = tables.into_boxed_slice();
+        room.map_err(|_| FilterError::OutOfMemory { bytes: 0 })
+    }
+
+    /// Removes one copy of `item`'s fingerprint: in the newest sub-filter that has it, its first
+    /// bucket before its second. False (and nothing changed) if none has it. Compaction may
+    /// follow (see `super::compact`).
+    pub fn delete(&mut self, item: &[u8]) -> bool {
+        let print = Print::of(item);
+        let fingerprint = print.fingerprint();
+        let mut found = false;
+        'tables: for table in self.tables.iter_mut().rev() {
+            for index in [print.first(), print.second()] {
+                let bucket = table.bucket_of(index);
+                if let Some(slot) = table.find(bucket, fingerprint) {
+                    table.swap(bucket, slot, 0);
+                    found = true;
+                    break 'tables;
+                }
+            }
+        }
+        if !found {
+            return false;
+        }
+        self.items = self.items.saturating_sub(1);
+        self.deletes = self.deletes.saturating_add(1);
+        if self.tables.len() > 1 && self.deletes as f64 > self.items as f64 * 0.1 {
+            self.compact(false);
+        }
+        true
+    }
+
+    /// Removes the newest sub-filter (emptied by a compaction).
+    pub(crate) fn drop_newest(&mut self) {
+        if self.tables.len() > 1 {
+            let mut tables = std::mem::take(&mut self.tables).into_vec();
+            tables.pop();
+            self.tables = tables.into_boxed_slice();
+        }
+    }
+
+    /// What the allocator charges for a filter of sub-filters of these bucket counts: the value
+    /// (the box the server keeps it in), the array of sub-filters and each one's buckets (see
+    /// [`crate::bytes`]).
+    pub fn planned_bytes(bucket_size: u8, buckets: impl IntoIterator<Item = u64>) -> u64 {
+        let (count, total) = buckets
+            .into_iter()
+            .fold((0u64, 0u64), |(count, total), buckets| {
+                let bytes = table_bytes(buckets, bucket_size).map_or(u64::MAX, charged);
+                (count + 1, total.saturating_add(bytes))
+            });
+        charged_array::<Cuckoo>(1)
+            .saturating_add(charged_array::<Table>(count))
+            .saturating_add(total)
+    }
+
+    fn restoring_bytes(&self) -> u64 {
+        if self.restoring.is_some() {
+            Restoring::charged()
+        } else {
+            0
+        }
+    }
+
+    /// What the allocator charges for the filter: what `Size` reports.
+    pub fn planned_size(&self) -> u64 {
+        Cuckoo::planned_bytes(
+            self.params.bucket_size,
+            self.tables.iter().map(Table::buckets),
+        )
+        .saturating_add(self.restoring_bytes())
+    }
+
+    /// Calls `visit` with every heap allocation the filter owns (not the value's own box).
+    pub fn visit_allocations(&self, visit: &mut dyn FnMut(*const u8, usize)) {
+        visit(
+            self.tables.as_ptr().cast(),
+            std::mem::size_of_val(&*self.tables),
+        );
+        for table in self.tables.iter() {
+            table.visit_allocations(visit);
+        }
+        if let Some(restoring) = &self.restoring {
+            visit(
+                std::ptr::from_ref::<Restoring>(restoring).cast(),
+                std::mem::size_of::<Restoring>(),
+            );
+        }
+    }
+}
+
+/// Checks a stored filter's shape: at least one sub-filter and at most [`MAX_TABLES`], a
+/// power-of-two first bucket count, each next one `expansion` times the one before (a single one
+/// when the expansion is 0), and no more items than slots.
+pub(crate) fn check_shape(
+    params: Params,
+    buckets: impl IntoIterator<Item = u64>,
+    items: u64,
+) -> Result<(), FilterError> {
+    let mut count = 0u64;
+    let mut slots = 0u64;
+    let mut expected = None;
+    for buckets in buckets {
+        count += 1;
+        if count > MAX_TABLES {
+            return Err(FilterError::Corrupt("too many sub-filters"));
+        }
+        if !buckets.is_power_of_two() || buckets > MAX_BUCKETS {
+            return Err(FilterError::Corrupt(
+                "a bucket count that is not a power of two",
+            ));
+        }
+        if let Some(expected) = expected {
+            if buckets != expected {
+                return Err(FilterError::Corrupt(
+                    "sub-filters do not follow the expansion",
+                ));
+            }
+        }
+        expected = buckets.checked_mul(u64::from(params.expansion));
+        slots = slots.saturating_add(buckets.saturating_mul(u64::from(params.bucket_size)));
+    }
+    if count == 0 {
+        return Err(FilterError::Corrupt("no sub-filters"));
+    }
+    if params.expansion == 0 && count > 1 {
+        return Err(FilterError::Corrupt(
+            "a filter of expansion 0 with several sub-filters",
+        ));
+    }
+    if items > slots {
+        return Err(FilterError::Corrupt("more items than slots"));
+    }
+    Ok(())
+}

@@ -1,0 +1,198 @@
+//! The stored form of a cuckoo filter (RDB, `DUMP`/`RESTORE`, full syncs): RedisBloom's
+//! encoding version 4 of its `MBbloomCF` type, field for field, so that its files load here and
+//! it reads ours back:
+//!
+//! ```text
+//! unsigned sub-filters, unsigned buckets (the first's), unsigned items, unsigned deletes,
+//! unsigned bucket size, unsigned max iterations, unsigned expansion,
+//! per sub-filter: unsigned buckets, string of buckets * bucket size bytes
+//! ```
+//!
+//! A filter being restored from dump chunks has no place in that layout: it is written with a
+//! sub-filter count of 0 (which RedisBloom refuses), then a kind (1: restoring), the dump offset
+//! where the next chunk goes, and then the fields above. Every field is checked before anything is
+//! allocated for what it describes; each sub-filter's bytes must be exactly as long as its bucket
+//! count says.
+
+use super::filter::{check_shape, Cuckoo, Params, MAX_TABLES};
+use super::table::{table_bytes, Table};
+use crate::fields::{FieldSink, FieldSource, LoadError};
+
+/// RedisBloom's encoding version of `MBbloomCF`, which this module writes.
+pub const ENCODING_VERSION: u32 = 4;
+/// The sub-filter count that opens a form of this module's own.
+const OURS: u64 = 0;
+/// Kind 1: a filter being restored from dump chunks.
+const KIND_RESTORING: u64 = 1;
+
+/// Writes a filter's fields.
+pub fn save(filter: &Cuckoo, sink: &mut impl FieldSink) {
+    if let Some(next) = filter.restoring() {
+        sink.unsigned(OURS);
+        sink.unsigned(KIND_RESTORING);
+        sink.unsigned(next);
+    }
+    let params = filter.params();
+    sink.unsigned(filter.tables().len() as u64);
+    sink.unsigned(filter.buckets());
+    sink.unsigned(filter.items());
+    sink.unsigned(filter.deletes());
+    sink.unsigned(u64::from(params.bucket_size));
+    sink.unsigned(u64::from(params.max_iterations));
+    sink.unsigned(u64::from(params.expansion));
+    for table in filter.tables() {
+        sink.unsigned(table.buckets());
+        sink.buffer(table.bytes());
+    }
+}
+
+/// Reads a filter saved in encoding version `encver`.
+pub fn load(source: &mut impl FieldSource, encver: u32) -> Result<Cuckoo, LoadError> {
+    if encver != ENCODING_VERSION {
+        return Err(LoadError::Corrupt(format!(
+            "a cuckoo filter of encoding version {encver}: only RedisBloom 2.2's and later's \
+             (version 4) load (older ones hashed with 32-bit MurmurHash2, which no release \
+             after them answers by)"
+        )));
+    }
+    let first = source.unsigned().ok_or(LoadError::Truncated)?;
+    if first != OURS {
+        return load_fields(source, first);
+    }
+    let kind = source.unsigned().ok_or(LoadError::Truncated)?;
+    if kind != KIND_RESTORING {
+        return Err(LoadError::Corrupt(format!(
+            "unknown cuckoo filter kind {kind}"
+        )));
+    }
+    let next = source.unsigned().ok_or(LoadError::Truncated)?;
+    let count = source.unsigned().ok_or(LoadError::Truncated)?;
+    let mut filter = load_fields(source, count)?;
+    filter.set_restoring(Some(next))?;
+    Ok(filter)
+}
+
+/// Reads the fields after the sub-filter count `count`.
+fn load_fields(source: &mut impl FieldSource, count: u64) -> Result<Cuckoo, LoadError> {
+    if count == 0 || count > MAX_TABLES {
+        return Err(LoadError::Corrupt(format!("{count} sub-filters")));
+    }
+    let mut fields = [0u64; 6];
+    for field in &mut fields {
+        *field = source.unsigned().ok_or(LoadError::Truncated)?;
+    }
+    let [buckets, items, deletes, bucket_size, max_iterations, expansion] = fields;
+    let params = Params::new(bucket_size, max_iterations, expansion)?;
+    if u64::from(params.expansion) != expansion {
+        return Err(LoadError::Corrupt(
+            "an expansion that is not a power of two".into(),
+        ));
+    }
+    // The shape is checked whole before any sub-filter's bytes are read.
+    let expansion = u64::from(params.expansion);
+    let shape = (0..count).scan(buckets, |next, _| {
+        let current = *next;
+        *next = next.saturating_mul(expansion);
+        Some(current)
+    });
+    check_shape(params, shape, items)?;
+    // Grown as sub-filters arrive: the count alone justifies no allocation.
+    let mut tables: Vec<Table> = Vec::new();
+    let mut expected = buckets;
+    for _ in 0..count {
+        let stored = source.unsigned().ok_or(LoadError::Truncated)?;
+        if stored != expected {
+            return Err(LoadError::Corrupt(
+                "sub-filters do not follow the expansion".into(),
+            ));
+        }
+        let len = table_bytes(stored, params.bucket_size)
+            .and_then(|len| usize::try_from(len).ok())
+            .ok_or_else(|| LoadError::Corrupt("bucket count".into()))?;
+        let data = source.buffer(len)?;
+        tables.push(Table::from_bytes(stored, params.bucket_size, &data)?);
+        expected = expected.saturating_mul(expansion);
+    }
+    Ok(Cuckoo::from_parts(params, tables, items, deletes)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuckoo::Limits;
+    use crate::fields::{ByteFields, ByteSink};
+
+    fn saved(filter: &Cuckoo) -> Vec<u8> {
+        let mut sink = ByteSink::default();
+        save(filter, &mut sink);
+        sink.bytes
+    }
+
+    fn loaded(bytes: &[u8]) -> Result<Cuckoo, LoadError> {
+        let mut fields = ByteFields::new(bytes);
+        let filter = load(&mut fields, ENCODING_VERSION)?;
+        assert_eq!(fields.remaining(), 0);
+        Ok(filter)
+    }
+
+    fn grown() -> Cuckoo {
+        let params = Params::new(2, 20, 2).unwrap();
+        let mut filter = Cuckoo::new(4, params, u64::MAX).unwrap();
+        for i in 0..60u32 {
+            filter.add(&i.to_le_bytes(), &Limits::NONE).unwrap();
+        }
+        assert!(filter.delete(&7u32.to_le_bytes()));
+        assert!(filter.tables().len() > 2);
+        filter
+    }
+
+    #[test]
+    fn a_filter_survives_its_save_and_load() {
+        let filter = grown();
+        assert_eq!(loaded(&saved(&filter)), Ok(filter));
+    }
+
+    #[test]
+    fn damaged_fields_are_refused() {
+        let good = saved(&grown());
+        let fields = |bytes: &[u8]| {
+            let mut source = ByteFields::new(bytes);
+            std::iter::from_fn(move || source.unsigned()).collect::<Vec<u64>>()
+        };
+        assert_eq!(fields(&good)[..7], [4, 4, 59, 1, 2, 20, 2]);
+        // Field `index` (of the first seven) replaced by `value`.
+        let with = |index: usize, value: u64| {
+            let mut bytes = good.clone();
+            let at = index * 9 + 1;
+            bytes[at..at + 8].copy_from_slice(&value.to_le_bytes());
+            bytes
+        };
+        for (index, value) in [
+            (0, 65_536),
+            (1, 3),
+            (1, 8),
+            (2, 10_000),
+            (4, 0),
+            (4, 256),
+            (5, 0),
+            (5, 65_536),
+            (6, 3),
+            (6, 65_536),
+        ] {
+            assert!(
+                loaded(&with(index, value)).is_err(),
+                "field {index} = {value}"
+            );
+        }
+        for cut in 0..good.len() {
+            assert!(loaded(&good[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn older_encodings_are_refused_with_a_reason() {
+        let mut fields = ByteFields::new(&[]);
+        let refused = load(&mut fields, 3).unwrap_err().to_string();
+        assert!(refused.contains("encoding version 3"), "{refused}");
+    }
+}

@@ -1,0 +1,221 @@
+//! `CF.ADD`, `CF.ADDNX`, `CF.INSERT` and `CF.INSERTNX`: adding items, creating the filter on a
+//! missing key. ADD adds another copy of an item it holds; the NX forms add only items it does not
+//! seem to hold. The sub-filter limit (`cf-max-expansions`) is checked before every item: a batch
+//! cannot pass it (RedisBloom checks once per command).
+
+use super::create::{checked_capacity, parse_capacity, Creation};
+use super::{in_use, limits, open};
+use crate::error::{BfError, CfError};
+use crate::glue::call::Call;
+use crate::glue::key::{Access, Entry};
+use crate::parse::{is_option, once, unknown, value_of, Args};
+use crate::size::cuckoo_memory_usage;
+use crate::stats;
+use bf_filter::cuckoo::{Cuckoo, Limits};
+use bf_filter::FilterError;
+
+/// Whether an add adds another copy of an item already there.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mode {
+    /// CF.ADD, CF.INSERT: always adds.
+    Always,
+    /// CF.ADDNX, CF.INSERTNX: adds only an item it does not seem to hold.
+    Unique,
+}
+
+/// What happened to one item.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Outcome {
+    Added,
+    /// Already there (the NX forms).
+    Held,
+    Refused(FilterError),
+}
+
+/// Adds one item.
+fn add_one(filter: &mut Cuckoo, item: &[u8], mode: Mode, limits: &Limits) -> Outcome {
+    let added = match mode {
+        Mode::Always => filter.add(item, limits).map(|()| true),
+        Mode::Unique => filter.add_unique(item, limits),
+    };
+    match added {
+        Ok(true) => Outcome::Added,
+        Ok(false) => Outcome::Held,
+        Err(err) => Outcome::Refused(err),
+    }
+}
+
+/// The filter at the key, or one made by `creation` if the key is empty (`None`: NOCREATE, the
+/// key must hold one); with the creation if it was made here.
+fn filter_at<'k>(
+    key: &'k mut super::CuckooKey,
+    call: &Call,
+    creation: Option<Option<u64>>,
+) -> Result<(&'k mut Cuckoo, Option<Creation>), BfError> {
+    match key.entry()? {
+        Entry::Filter(filter) => {
+            in_use(filter)?;
+            Ok((filter, None))
+        }
+        Entry::Empty(vacant) => {
+            let capacity = creation.ok_or(BfError::NotFound)?;
+            let creation = Creation::defaults(capacity)?;
+            let filter = creation.build(call)?;
+            Ok((vacant.create(filter)?, Some(creation)))
+        }
+    }
+}
+
+/// The error reply for an item refused by a single-item command.
+fn refusal(err: FilterError, call: &Call, existing: usize) -> BfError {
+    match err {
+        FilterError::Full => BfError::Cf(CfError::Full),
+        other => {
+            let limit = call.size_limit().growing(existing as u64);
+            BfError::from_filter(other, &limit)
+        }
+    }
+}
+
+/// CF.ADD key item / CF.ADDNX key item.
+fn add_command(call: &Call, mode: Mode) -> Result<(), BfError> {
+    let mut key = open(call, Access::Write);
+    let (filter, made) = filter_at(&mut key, call, Some(None))?;
+    if let Some(creation) = made {
+        creation.propagate(call);
+    }
+    let before = cuckoo_memory_usage(filter);
+    let limits = limits(call, before);
+    let outcome = add_one(filter, call.args().get(2), mode, &limits);
+    stats::cuckoo_items(1, 0, 0);
+    stats::cuckoo_resized(before, filter);
+    match outcome {
+        Outcome::Added => {
+            call.reply_bool(true);
+            call.replicate(c"CF.ADD", &[], 1..3);
+            call.notify(c"cf.add", 1);
+        }
+        Outcome::Held => call.reply_bool(false),
+        Outcome::Refused(err) => return Err(refusal(err, call, before)),
+    }
+    Ok(())
+}
+
+/// CF.ADD key item: `1` (RESP3 `true`); an error if the item finds no room.
+pub fn add(call: &Call) -> Result<(), BfError> {
+    add_command(call, Mode::Always)
+}
+
+/// CF.ADDNX key item: `1` if added, `0` if it may be there already.
+pub fn addnx(call: &Call) -> Result<(), BfError> {
+    add_command(call, Mode::Unique)
+}
+
+/// A parsed CF.INSERT or CF.INSERTNX.
+#[derive(Debug, PartialEq)]
+pub struct Insert {
+    /// What a missing key gets: a filter of the given capacity or the default one; `None` with
+    /// NOCREATE.
+    pub creation: Option<Option<u64>>,
+    /// The index of the first item.
+    pub first_item: usize,
+}
+
+impl Insert {
+    /// Parses `key [CAPACITY c] [NOCREATE] ITEMS item...`: whole option words (RedisBloom looks
+    /// at first letters), each once; everything after ITEMS is an item.
+    pub fn parse<'a>(args: &impl Args<'a>) -> Result<Insert, BfError> {
+        let (mut capacity, mut no_create) = (None, None);
+        let mut index = 2;
+        loop {
+            if index >= args.len() {
+                return Err(BfError::MissingItems);
+            }
+            let token = args.get(index);
+            if is_option(token, "ITEMS") {
+                break;
+            } else if is_option(token, "CAPACITY") {
+                let value = parse_capacity(value_of(args, index, "CAPACITY")?)?;
+                once(&mut capacity, "CAPACITY", value)?;
+                index += 2;
+            } else if is_option(token, "NOCREATE") {
+                once(&mut no_create, "NOCREATE", ())?;
+                index += 1;
+            } else {
+                return Err(unknown(token));
+            }
+        }
+        let first_item = index + 1;
+        if first_item >= args.len() {
+            return Err(BfError::MissingItems);
+        }
+        // Checked even for an existing key, as RedisBloom checks it.
+        let bucket_size = crate::config::cuckoo_defaults().params().bucket_size;
+        let capacity = capacity
+            .map(|capacity| checked_capacity(capacity, bucket_size))
+            .transpose()?;
+        let creation = match no_create {
+            Some(()) => None,
+            None => Some(capacity),
+        };
+        Ok(Insert {
+            creation,
+            first_item,
+        })
+    }
+}
+
+/// CF.INSERT / CF.INSERTNX: an array of answers, one per item.
+fn insert_command(call: &Call, mode: Mode) -> Result<(), BfError> {
+    let args = call.args();
+    let request = Insert::parse(&args)?;
+    let mut key = open(call, Access::Write);
+    let (filter, made) = filter_at(&mut key, call, request.creation)?;
+    if let Some(creation) = made {
+        creation.propagate(call);
+    }
+    let before = cuckoo_memory_usage(filter);
+    let limits = limits(call, before);
+    // RedisBloom's answer for a filter at its limit before any item: one error, not an array.
+    filter
+        .check_room(&limits)
+        .map_err(|err| refusal(err, call, before))?;
+    let items = request.first_item..args.len();
+    let mut added: Vec<&[u8]> = Vec::new();
+    call.reply_array(items.len());
+    for index in items.clone() {
+        let item = args.get(index);
+        let outcome = add_one(filter, item, mode, &limits);
+        match (outcome, mode) {
+            (Outcome::Added, Mode::Always) => call.reply_bool(true),
+            (Outcome::Added, Mode::Unique) => call.reply_integer(1),
+            (Outcome::Held, _) => call.reply_integer(0),
+            (Outcome::Refused(_), Mode::Always) if call.is_resp3() => call.reply_bool(false),
+            (Outcome::Refused(_), _) => call.reply_integer(-1),
+        }
+        if outcome == Outcome::Added {
+            added.push(item);
+        }
+    }
+    stats::cuckoo_items(items.len(), 0, 0);
+    stats::cuckoo_resized(before, filter);
+    if !added.is_empty() {
+        // What was added, as plain adds: a replica applies exactly that, whatever its limits.
+        let mut made: Vec<&[u8]> = vec![args.get(1), b"NOCREATE", b"ITEMS"];
+        made.extend(added);
+        call.replicate(c"CF.INSERT", &made, 0..0);
+        call.notify(c"cf.add", 1);
+    }
+    Ok(())
+}
+
+/// CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item...: `1` per item added, `-1` per item refused
+/// (RESP3: `true`, `false`).
+pub fn insert(call: &Call) -> Result<(), BfError> {
+    insert_command(call, Mode::Always)
+}
+
+/// CF.INSERTNX: `1` added, `0` may be there already, `-1` refused (integers in RESP3 too).
+pub fn insertnx(call: &Call) -> Result<(), BfError> {
+    insert_command(call, Mode::Unique)
+}
