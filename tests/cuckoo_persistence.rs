@@ -1,0 +1,294 @@
+//! Cuckoo filters through every path a value takes: RDB (restart, `DEBUG RELOAD`), `DUMP`/
+//! `RESTORE`, `COPY`, an AOF rewrite replayed, `CF.SCANDUMP`/`CF.LOADCHUNK` (in order, once, into
+//! a filter being restored only), replicas and full syncs (deterministic whatever the replica's
+//! own `bf.cf-*` defaults are, `CF.LOADCHUNK`'s data included), and a compaction that stays
+//! bounded on a big filter.
+
+mod common;
+
+use common::{digest, flavor, Conn, Frame, Options, Server};
+use std::time::{Duration, Instant};
+
+/// CF.LOADCHUNK key iterator data.
+fn loadchunk(conn: &mut Conn, key: &str, iterator: i64, data: &[u8]) -> Frame {
+    let iterator = iterator.to_string();
+    conn.call(&[
+        b"CF.LOADCHUNK".as_slice(),
+        key.as_bytes(),
+        iterator.as_bytes(),
+        data,
+    ])
+}
+
+fn call(conn: &mut Conn, line: &str) -> Frame {
+    conn.call(&line.split(' ').collect::<Vec<_>>())
+}
+
+/// `count` items `prefix:i` added with one CF.INSERT per hundred.
+fn add_items(conn: &mut Conn, key: &str, prefix: &str, count: usize) {
+    for start in (0..count).step_by(100) {
+        let mut insert = vec!["CF.INSERT".to_string(), key.into(), "ITEMS".into()];
+        insert.extend((start..(start + 100).min(count)).map(|i| format!("{prefix}:{i}")));
+        let answers = conn.call(&insert).items();
+        assert!(
+            answers.iter().all(|a| *a == Frame::Int(1)),
+            "{key}: {answers:?}"
+        );
+    }
+}
+
+/// A filter's whole state as a client can see it: its CF.SCANDUMP sequence, CF.DEBUG line and
+/// DEBUG DIGEST-VALUE.
+#[derive(Debug, PartialEq)]
+struct State(Vec<(i64, Vec<u8>)>, Frame, Frame);
+
+fn state(conn: &mut Conn, key: &str) -> State {
+    State(
+        scandump(conn, key),
+        call(conn, &format!("CF.DEBUG {key}")),
+        digest(conn, key),
+    )
+}
+
+/// The CF.SCANDUMP sequence, up to the `[0, nil]` that ends it.
+fn scandump(conn: &mut Conn, key: &str) -> Vec<(i64, Vec<u8>)> {
+    let mut chunks = Vec::new();
+    let mut iterator = 0;
+    loop {
+        let reply = conn
+            .call(&["CF.SCANDUMP", key, &iterator.to_string()])
+            .items();
+        iterator = reply[0].int();
+        if iterator == 0 {
+            assert!(
+                matches!(reply[1], Frame::NullBulk | Frame::Null),
+                "{reply:?}"
+            );
+            return chunks;
+        }
+        chunks.push((iterator, reply[1].bytes()));
+    }
+}
+
+/// Four filters made four ways: reserved and grown, auto-created, with deletes that compacted,
+/// with bucket size 4 and expansion 2.
+fn four_filters(conn: &mut Conn) -> Vec<(&'static str, State)> {
+    assert_eq!(call(conn, "CF.RESERVE grown 64 EXPANSION 2"), Frame::ok());
+    add_items(conn, "grown", "g", 600);
+    assert_eq!(call(conn, "CF.ADD auto x"), Frame::Int(1));
+    assert_eq!(
+        call(conn, "CF.RESERVE compacted 32 EXPANSION 2"),
+        Frame::ok()
+    );
+    add_items(conn, "compacted", "c", 300);
+    for i in (0..300).step_by(3) {
+        assert_eq!(
+            call(conn, &format!("CF.DEL compacted c:{i}")),
+            Frame::Int(1)
+        );
+    }
+    assert_eq!(
+        call(
+            conn,
+            "CF.RESERVE b4 500 BUCKETSIZE 4 EXPANSION 2 MAXITERATIONS 50"
+        ),
+        Frame::ok()
+    );
+    add_items(conn, "b4", "b", 1500);
+    ["grown", "auto", "compacted", "b4"]
+        .into_iter()
+        .map(|key| (key, state(conn, key)))
+        .collect()
+}
+
+fn assert_kept(conn: &mut Conn, filters: &[(&str, State)], suffix: &str) {
+    for (key, expected) in filters {
+        let copy = format!("{key}{suffix}");
+        assert_eq!(&state(conn, &copy), expected, "{copy}");
+    }
+}
+
+#[test]
+fn restarts_reloads_dumps_and_copies_keep_every_byte() {
+    let mut server = Server::start();
+    let mut conn = server.conn();
+    let filters = four_filters(&mut conn);
+    assert_eq!(call(&mut conn, "DEBUG RELOAD"), Frame::ok());
+    assert_kept(&mut conn, &filters, "");
+    for (key, _) in &filters {
+        let payload = conn.call(&["DUMP", key]).bytes();
+        let copy = format!("{key}:restored");
+        let restored = conn.call(&[b"RESTORE".as_slice(), copy.as_bytes(), b"0", &payload]);
+        assert_eq!(restored, Frame::ok());
+        assert_eq!(
+            call(&mut conn, &format!("COPY {key} {key}:copied")),
+            Frame::Int(1)
+        );
+    }
+    assert_kept(&mut conn, &filters, ":restored");
+    assert_kept(&mut conn, &filters, ":copied");
+    drop(conn);
+    server.restart();
+    let mut conn = server.conn();
+    assert_kept(&mut conn, &filters, "");
+    assert_kept(&mut conn, &filters, ":copied");
+    // MEMORY USAGE is Size and the key's own bytes.
+    let size = call(&mut conn, "CF.INFO grown").items()[1].int();
+    let usage = call(&mut conn, "MEMORY USAGE grown").int();
+    assert_eq!(usage, size + flavor().key_bytes());
+}
+
+#[test]
+fn an_aof_rewrite_holds_filters_as_loadchunk_calls_and_replays_them() {
+    let options = Options::aof_without_preamble();
+    let mut server = Server::with(options.clone());
+    let mut conn = server.conn();
+    let filters = four_filters(&mut conn);
+    assert!(!call(&mut conn, "BGREWRITEAOF").is_error());
+    server.wait_for_aof_rewrite();
+    drop(conn);
+    let aof = server.aof_text();
+    assert!(aof.contains("CF.LOADCHUNK") && !aof.contains("CF.RESERVE"));
+    server.restart_with(options);
+    assert_kept(&mut server.conn(), &filters, "");
+}
+
+#[test]
+fn chunks_rebuild_a_filter_in_order_once_and_only_while_it_is_restored() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let filters = four_filters(&mut conn);
+    for (key, expected) in &filters {
+        let chunks = scandump(&mut conn, key);
+        let copy = format!("{key}:loaded");
+        let (header_iterator, header) = &chunks[0];
+        assert_eq!(*header_iterator, 1);
+        assert_eq!(header.len(), 38);
+        assert_eq!(loadchunk(&mut conn, &copy, 1, header), Frame::ok());
+        // Restoring: no add, no lookup, no chunk out of order.
+        let restoring = call(&mut conn, &format!("CF.ADD {copy} x"));
+        assert!(
+            common::error_text(&restoring).contains("being restored"),
+            "{restoring:?}"
+        );
+        assert!(call(&mut conn, &format!("CF.EXISTS {copy} x")).is_error());
+        if let Some((iterator, bytes)) = chunks.get(2) {
+            assert!(loadchunk(&mut conn, &copy, *iterator, bytes).is_error());
+        }
+        for (iterator, bytes) in &chunks[1..] {
+            assert_eq!(loadchunk(&mut conn, &copy, *iterator, bytes), Frame::ok());
+        }
+        assert_eq!(&state(&mut conn, &copy), expected, "{copy}");
+        // A filter in use takes no chunk: nobody overwrites a live filter's buckets.
+        let (iterator, bytes) = &chunks[1];
+        let refused = loadchunk(&mut conn, &copy, *iterator, bytes);
+        assert!(refused.is_error(), "{refused:?}");
+        assert_eq!(
+            loadchunk(&mut conn, &copy, 1, header),
+            Frame::error("ERR item exists")
+        );
+    }
+}
+
+/// A replica's own defaults, unlike the primary's in every cuckoo setting.
+fn odd_replica() -> Server {
+    Server::with(Options::default().module_args(&[
+        "cf-initial-size",
+        "40",
+        "cf-bucket-size",
+        "4",
+        "cf-max-iterations",
+        "3",
+        "cf-expansion-factor",
+        "8",
+        "cf-max-expansions",
+        "2",
+        "max-filter-bytes",
+        "4096",
+    ]))
+}
+
+#[test]
+fn replicas_and_full_syncs_end_identical_whatever_their_defaults() {
+    let primary = Server::start();
+    let replica = odd_replica();
+    replica.replicate(&primary);
+    let mut conn = primary.conn();
+    let filters = four_filters(&mut conn);
+    // A copy made with LOADCHUNK: its data chunks reach the replica too (RedisBloom 2.4 sends
+    // the header alone, and a promoted replica answers 0 for everything).
+    for (iterator, bytes) in scandump(&mut conn, "grown") {
+        assert_eq!(
+            loadchunk(&mut conn, "grown:loaded", iterator, &bytes),
+            Frame::ok()
+        );
+    }
+    assert_eq!(call(&mut conn, "CF.COMPACT compacted"), Frame::ok());
+    let mut all: Vec<(String, State)> = filters
+        .iter()
+        .map(|(key, _)| (key.to_string(), state(&mut conn, key)))
+        .collect();
+    all.push(("grown:loaded".into(), state(&mut conn, "grown:loaded")));
+    replica.catch_up(&primary);
+    let mut mirror = replica.conn();
+    for (key, expected) in &all {
+        assert_eq!(&state(&mut mirror, key), expected, "{key}");
+    }
+    let late = odd_replica();
+    late.replicate(&primary);
+    let mut mirror = late.conn();
+    for (key, expected) in &all {
+        assert_eq!(
+            &state(&mut mirror, key),
+            expected,
+            "{key} after a full sync"
+        );
+    }
+}
+
+#[test]
+fn a_delete_on_a_big_filter_compacts_within_a_bounded_budget() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    // Two sub-filters of 2^20 and 2^21 buckets of 2 slots, the newer full of one item's
+    // fingerprint (built with CF.LOADCHUNK): 4 million slots past the first, which RedisBloom's
+    // compaction walks inside CF.DEL.
+    let fingerprint = bf_filter::cuckoo::print::Print::of(b"x").fingerprint();
+    let mut header = Vec::new();
+    for field in [5u64, 1 << 20, 0, 2] {
+        header.extend(field.to_le_bytes());
+    }
+    for field in [2u16, 20, 2] {
+        header.extend(field.to_le_bytes());
+    }
+    assert_eq!(loadchunk(&mut conn, "big", 1, &header), Frame::ok());
+    let first = vec![0u8; 2 << 20];
+    assert_eq!(
+        loadchunk(&mut conn, "big", 1 + (2 << 20), &first),
+        Frame::ok()
+    );
+    let newer = vec![fingerprint; 4 << 20];
+    assert_eq!(
+        loadchunk(&mut conn, "big", 1 + (6 << 20), &newer),
+        Frame::ok()
+    );
+    // Deleting one item (5 items, 1 delete: past a tenth) compacts: a window of a million slots.
+    let started = Instant::now();
+    assert_eq!(call(&mut conn, "CF.DEL big x"), Frame::Int(1));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert_eq!(
+        call(&mut conn, "CF.DEBUG big"),
+        Frame::bulk(
+            "bktsize:2 buckets:1048576 items:4 deletes:0 filters:2 max_iterations:20 expansion:2"
+        )
+    );
+    // Half the window's fingerprints moved down (each older bucket pair has four slots for the
+    // eight of the newer): the first sub-filter holds a million.
+    let first = scandump(&mut conn, "big")[1].1.clone();
+    let moved = first.iter().filter(|&&byte| byte == fingerprint).count();
+    assert!((500_000..=1_048_576).contains(&moved), "{moved}");
+    let started = Instant::now();
+    assert_eq!(call(&mut conn, "CF.COMPACT big"), Frame::ok());
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
