@@ -93,15 +93,15 @@ const COMMANDS: &[Command] = &[
     command!(c"bf.scandump", commands::dump::scandump, c"readonly", 3, ReadsItems, docs::SCANDUMP),
     // BF.LOADCHUNK key iterator data
     command!(c"bf.loadchunk", commands::dump::loadchunk, c"write deny-oom", 4, Loads, docs::LOADCHUNK),
-    // CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION e]
+    // CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION e] [ERROR rate]
     command!(c"cf.reserve", cf::create::reserve, c"write deny-oom fast", -3, Inserts, cf::docs::RESERVE),
     // CF.ADD key item
     command!(c"cf.add", cf::add::add, c"write deny-oom", 3, Inserts, cf::docs::ADD),
     // CF.ADDNX key item
     command!(c"cf.addnx", cf::add::addnx, c"write deny-oom", 3, Inserts, cf::docs::ADDNX),
-    // CF.INSERT key [CAPACITY c] [NOCREATE] ITEMS item...
+    // CF.INSERT key [CAPACITY c] [ERROR rate] [NOCREATE] ITEMS item...
     command!(c"cf.insert", cf::add::insert, c"write deny-oom", -4, Inserts, cf::docs::INSERT),
-    // CF.INSERTNX key [CAPACITY c] [NOCREATE] ITEMS item...
+    // CF.INSERTNX key [CAPACITY c] [ERROR rate] [NOCREATE] ITEMS item...
     command!(c"cf.insertnx", cf::add::insertnx, c"write deny-oom", -4, Inserts, cf::docs::INSERTNX),
     // CF.EXISTS key item
     command!(c"cf.exists", cf::read::exists, c"readonly fast", 3, ReadsItems, cf::docs::EXISTS),

@@ -90,7 +90,7 @@ fn a_filter_adds_finds_counts_and_forgets_items_in_both_protocols() {
             Frame::Array(vec![Frame::Int(0), Frame::Int(1)])
         );
         let fields = [
-            ("Size", 1120),
+            ("Size", 1136),
             ("Number of buckets", 512),
             ("Number of filters", 1),
             ("Number of items inserted", 4),
@@ -418,7 +418,7 @@ fn info_bf_counts_cuckoo_filters_their_bytes_and_their_items() {
     ok(&mut conn, "CF.RESERVE a 1000");
     assert_eq!(call(&mut conn, "CF.ADD b x"), Frame::Int(1));
     assert_eq!(field("cf_filters"), 2);
-    assert_eq!(field("cf_bytes"), 2 * 1120);
+    assert_eq!(field("cf_bytes"), 2 * 1136);
     call(&mut conn, "CF.MEXISTS a x y z");
     call(&mut conn, "CF.DEL b x");
     assert_eq!(field("cf_adds"), 1);

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{acl_user, Frame, Server, BF_COMMANDS};
+use common::{acl_user, Frame, Server, BF_COMMANDS, CF_COMMANDS};
 
 #[test]
 fn command_names_are_lower_case_wherever_tools_read_them() {
@@ -41,10 +41,14 @@ fn command_names_are_lower_case_wherever_tools_read_them() {
         .map(Frame::text)
         .collect();
     listed.sort();
-    let mut expected: Vec<String> = BF_COMMANDS.iter().map(|c| c.to_lowercase()).collect();
+    let mut expected: Vec<String> = BF_COMMANDS
+        .iter()
+        .chain(CF_COMMANDS.iter())
+        .map(|c| c.to_lowercase())
+        .collect();
     expected.sort();
     assert_eq!(listed, expected);
-    for command in BF_COMMANDS {
+    for command in BF_COMMANDS.iter().chain(CF_COMMANDS.iter()) {
         let info = conn.call(&["COMMAND", "INFO", command]).items()[0].items();
         assert_eq!(info[0].text(), command.to_lowercase());
     }

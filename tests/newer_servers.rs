@@ -6,7 +6,9 @@
 
 mod common;
 
-use common::{acl_categories, acl_dry_run, acl_user, Frame, Options, Server, BF_COMMANDS};
+use common::{
+    acl_categories, acl_dry_run, acl_user, Frame, Options, Server, BF_COMMANDS, CF_COMMANDS,
+};
 use std::path::{Path, PathBuf};
 
 /// Valkey's server binary, as `make test` unpacks it.
@@ -60,25 +62,44 @@ fn every_command_has_its_acl_categories_and_the_bloom_category_exists() {
         .map(Frame::text)
         .collect();
     assert!(categories.contains(&"bloom".to_string()), "{categories:?}");
+    assert!(categories.contains(&"cuckoo".to_string()), "{categories:?}");
     let mut fast = Vec::new();
-    for name in BF_COMMANDS {
-        let info = conn.call(&["COMMAND", "INFO", name]).items()[0].items();
-        let flags: Vec<String> = info[2].items().iter().map(Frame::text).collect();
-        let has = |flag: &str| flags.iter().any(|f| f == flag);
-        let access = if has("write") { "@write" } else { "@read" };
-        let speed = if has("fast") { "@fast" } else { "@slow" };
-        assert_eq!(
-            acl_categories(&mut conn, name),
-            [access, speed, "@bloom"],
-            "{name} with flags {flags:?}"
-        );
-        if has("fast") {
-            fast.push(name);
+    let families = [(&BF_COMMANDS[..], "@bloom"), (&CF_COMMANDS[..], "@cuckoo")];
+    for (names, family) in families {
+        for name in names {
+            let info = conn.call(&["COMMAND", "INFO", name]).items()[0].items();
+            let flags: Vec<String> = info[2].items().iter().map(Frame::text).collect();
+            let has = |flag: &str| flags.iter().any(|f| f == flag);
+            let access = if has("write") { "@write" } else { "@read" };
+            let speed = if has("fast") { "@fast" } else { "@slow" };
+            assert_eq!(
+                acl_categories(&mut conn, name),
+                [access, speed, family],
+                "{name} with flags {flags:?}"
+            );
+            if has("fast") {
+                fast.push(*name);
+            }
         }
     }
-    // The split the flags give: only the lookups and the metadata reads that answer in
-    // constant time are fast.
-    assert_eq!(fast, ["BF.EXISTS", "BF.MEXISTS", "BF.INFO", "BF.CARD"]);
+    // The split the flags give: creating (in constant time), the lookups and the metadata
+    // reads that answer in constant time are fast, and CF.DEL (RedisBloom's flags).
+    assert_eq!(
+        fast,
+        [
+            "BF.RESERVE",
+            "BF.EXISTS",
+            "BF.MEXISTS",
+            "BF.INFO",
+            "BF.CARD",
+            "CF.RESERVE",
+            "CF.EXISTS",
+            "CF.MEXISTS",
+            "CF.COUNT",
+            "CF.DEL",
+            "CF.INFO"
+        ]
+    );
 }
 
 #[test]

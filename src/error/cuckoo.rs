@@ -30,6 +30,10 @@ pub enum CfError {
     CompactNotFound,
     /// A CF.SCANDUMP or CF.LOADCHUNK iterator that is not a position.
     BadPosition,
+    /// An `ERROR` rate outside 1e-12 up to, not including, 1.
+    BadErrorRate,
+    /// `BUCKETSIZE` with `ERROR`.
+    BucketSizeWithError,
 }
 
 impl fmt::Display for CfError {
@@ -58,6 +62,13 @@ impl fmt::Display for CfError {
             CfError::DeleteNotFound => f.write_str("ERR Not found"),
             CfError::CompactNotFound => f.write_str("ERR Cuckoo filter was not found"),
             CfError::BadPosition => f.write_str("ERR Invalid position"),
+            CfError::BadErrorRate => f.write_str(
+                "ERR bad error rate: must be a number from 1e-12 up to, not including, 1",
+            ),
+            CfError::BucketSizeWithError => f.write_str(
+                "ERR BUCKETSIZE cannot be used with ERROR (a filter with an error rate has \
+                 buckets of 4)",
+            ),
         }
     }
 }

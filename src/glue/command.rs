@@ -189,8 +189,18 @@ static INFO_VERSION: raw::RedisModuleCommandInfoVersion = raw::RedisModuleComman
     sizeof_arg: std::mem::size_of::<raw::RedisModuleCommandArg>(),
 };
 
-/// The ACL category every command of the module belongs to, on servers that let modules add one.
-const CATEGORY: &CStr = c"bloom";
+/// The ACL category of each command family, on servers that let modules add one: `@bloom` for
+/// `BF.*`, `@cuckoo` for `CF.*` (RedisBloom 8's names).
+const CATEGORIES: [&CStr; 2] = [c"bloom", c"cuckoo"];
+
+/// The category of a command by its family (its name's prefix).
+fn family_category(name: &CStr) -> &'static str {
+    if name.to_bytes().starts_with(b"cf.") {
+        "cuckoo"
+    } else {
+        "bloom"
+    }
+}
 
 /// Registers every command; an error names the command that failed.
 pub fn register(ctx: *mut raw::RedisModuleCtx, commands: &[Command]) -> Result<(), String> {
@@ -222,24 +232,27 @@ pub fn register(ctx: *mut raw::RedisModuleCtx, commands: &[Command]) -> Result<(
             return Err(format!("could not find command {name} after creating it"));
         }
         set_info(handle, command).map_err(|why| format!("command {name}: {why}"))?;
-        set_categories(handle, command, bloom).map_err(|why| format!("command {name}: {why}"))?;
+        let family = bloom.then(|| family_category(command.name));
+        set_categories(handle, command, family).map_err(|why| format!("command {name}: {why}"))?;
     }
     Ok(())
 }
 
-/// Adds the `bloom` ACL category (`RedisModule_AddACLCategory`, Redis 7.4 and newer); whether the
-/// server has it. Older servers load the module all the same, without the category.
+/// Adds the `bloom` and `cuckoo` ACL categories (`RedisModule_AddACLCategory`, Redis 7.4 and
+/// newer); whether the server has them. Older servers load the module all the same, without.
 fn add_category(ctx: *mut raw::RedisModuleCtx) -> bool {
     // SAFETY: reading a function pointer the server filled in (or left empty) at load.
     let Some(add) = (unsafe { raw::RedisModule_AddACLCategory }) else {
         crate::glue::log::notice(
             ctx,
-            "this server cannot add module ACL categories (Redis 7.4 and newer can): the BF commands are in no @bloom category here",
+            "this server cannot add module ACL categories (Redis 7.4 and newer can): the BF and CF commands are in no @bloom or @cuckoo category here",
         );
         return false;
     };
-    // SAFETY: a load-time context and a NUL-terminated name.
-    unsafe { add(ctx, CATEGORY.as_ptr()) == raw::REDISMODULE_OK as c_int }
+    CATEGORIES.iter().all(|category| {
+        // SAFETY: a load-time context and a NUL-terminated name.
+        unsafe { add(ctx, category.as_ptr()) == raw::REDISMODULE_OK as c_int }
+    })
 }
 
 /// The ACL categories of a command: `@read` or `@write` and `@fast` or `@slow` from its flags, as
@@ -248,13 +261,13 @@ fn add_category(ctx: *mut raw::RedisModuleCtx) -> bool {
 fn set_categories(
     handle: *mut raw::RedisModuleCommand,
     command: &Command,
-    bloom: bool,
+    family: Option<&str>,
 ) -> Result<(), &'static str> {
     // SAFETY: reading a function pointer the server filled in (or left empty) at load.
     let Some(set) = (unsafe { raw::RedisModule_SetCommandACLCategories }) else {
         return Ok(());
     };
-    let categories = categories(command.flags.to_str().unwrap_or(""), bloom);
+    let categories = categories(command.flags.to_str().unwrap_or(""), family);
     let categories =
         std::ffi::CString::new(categories).map_err(|_| "ACL categories contain NUL")?;
     // SAFETY: a command created by this module during its load, and a NUL-terminated string
@@ -266,7 +279,7 @@ fn set_categories(
 }
 
 /// The ACL categories for command flags such as `write deny-oom` or `readonly fast`.
-fn categories(flags: &str, bloom: bool) -> String {
+fn categories(flags: &str, family: Option<&str>) -> String {
     let flags: Vec<&str> = flags.split_whitespace().collect();
     let mut categories = vec![if flags.contains(&"write") {
         "write"
@@ -278,9 +291,7 @@ fn categories(flags: &str, bloom: bool) -> String {
     } else {
         "slow"
     });
-    if bloom {
-        categories.push(CATEGORY.to_str().unwrap_or("bloom"));
-    }
+    categories.extend(family);
     categories.join(" ")
 }
 
@@ -371,8 +382,14 @@ mod tests {
 
     #[test]
     fn categories_follow_the_command_flags() {
-        assert_eq!(categories("write deny-oom", true), "write slow bloom");
-        assert_eq!(categories("readonly fast", true), "read fast bloom");
-        assert_eq!(categories("readonly", false), "read slow");
+        assert_eq!(
+            categories("write deny-oom", Some("bloom")),
+            "write slow bloom"
+        );
+        assert_eq!(
+            categories("readonly fast", Some("cuckoo")),
+            "read fast cuckoo"
+        );
+        assert_eq!(categories("readonly", None), "read slow");
     }
 }

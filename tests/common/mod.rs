@@ -834,6 +834,24 @@ pub const BF_COMMANDS: [&str; 11] = [
     "BF.LOADCHUNK",
 ];
 
+/// Every cuckoo filter command.
+pub const CF_COMMANDS: [&str; 14] = [
+    "CF.RESERVE",
+    "CF.ADD",
+    "CF.ADDNX",
+    "CF.INSERT",
+    "CF.INSERTNX",
+    "CF.EXISTS",
+    "CF.MEXISTS",
+    "CF.COUNT",
+    "CF.DEL",
+    "CF.COMPACT",
+    "CF.INFO",
+    "CF.DEBUG",
+    "CF.SCANDUMP",
+    "CF.LOADCHUNK",
+];
+
 /// A connection authenticated as a new ACL user with `rules` (password `pw`).
 pub fn acl_user(server: &Server, name: &str, rules: &[&str]) -> Conn {
     let mut admin = server.conn();

@@ -71,8 +71,8 @@ impl Hashing {
 /// The hash of one item: two 64-bit numbers (the halves of its xxh3-128, or RedisBloom's pair).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ItemHash {
-    h1: u64,
-    h2: u64,
+    pub(crate) h1: u64,
+    pub(crate) h2: u64,
 }
 
 /// How the sub-filters of a chain turn an item's hash into bit positions: one type per

@@ -3,7 +3,7 @@
 //! seem to hold. The sub-filter limit (`cf-max-expansions`) is checked before every item: a batch
 //! cannot pass it (RedisBloom checks once per command).
 
-use super::create::{checked_capacity, parse_capacity, Creation};
+use super::create::{checked_capacity, parse_capacity, parse_error, Creation};
 use super::{in_use, limits, open};
 use crate::error::{BfError, CfError};
 use crate::glue::call::Call;
@@ -11,6 +11,7 @@ use crate::glue::key::{Access, Entry};
 use crate::parse::{is_option, once, unknown, value_of, Args};
 use crate::size::cuckoo_memory_usage;
 use crate::stats;
+use bf_filter::cuckoo::shape::BOUNDED_BUCKET_SIZE;
 use bf_filter::cuckoo::{Cuckoo, Limits};
 use bf_filter::FilterError;
 
@@ -45,12 +46,29 @@ fn add_one(filter: &mut Cuckoo, item: &[u8], mode: Mode, limits: &Limits) -> Out
     }
 }
 
-/// The filter at the key, or one made by `creation` if the key is empty (`None`: NOCREATE, the
-/// key must hold one); with the creation if it was made here.
+/// What a missing key gets from an add: its capacity (or `bf.cf-initial-size`), and a bounded
+/// error rate if CF.INSERT asked for one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Make {
+    pub capacity: Option<u64>,
+    pub error: Option<f64>,
+}
+
+impl Make {
+    fn creation(self) -> Result<Creation, BfError> {
+        match self.error {
+            Some(error) => Creation::bounded(self.capacity, error),
+            None => Creation::defaults(self.capacity),
+        }
+    }
+}
+
+/// The filter at the key, or one made by `make` if the key is empty (`None`: NOCREATE, the key
+/// must hold one); with the creation if it was made here.
 fn filter_at<'k>(
     key: &'k mut super::CuckooKey,
     call: &Call,
-    creation: Option<Option<u64>>,
+    make: Option<Make>,
 ) -> Result<(&'k mut Cuckoo, Option<Creation>), BfError> {
     match key.entry()? {
         Entry::Filter(filter) => {
@@ -58,8 +76,7 @@ fn filter_at<'k>(
             Ok((filter, None))
         }
         Entry::Empty(vacant) => {
-            let capacity = creation.ok_or(BfError::NotFound)?;
-            let creation = Creation::defaults(capacity)?;
+            let creation = make.ok_or(BfError::NotFound)?.creation()?;
             let filter = creation.build(call)?;
             Ok((vacant.create(filter)?, Some(creation)))
         }
@@ -80,7 +97,11 @@ fn refusal(err: FilterError, call: &Call, existing: usize) -> BfError {
 /// CF.ADD key item / CF.ADDNX key item.
 fn add_command(call: &Call, mode: Mode) -> Result<(), BfError> {
     let mut key = open(call, Access::Write);
-    let (filter, made) = filter_at(&mut key, call, Some(None))?;
+    let defaults = Make {
+        capacity: None,
+        error: None,
+    };
+    let (filter, made) = filter_at(&mut key, call, Some(defaults))?;
     if let Some(creation) = made {
         creation.propagate(call);
     }
@@ -114,18 +135,17 @@ pub fn addnx(call: &Call) -> Result<(), BfError> {
 /// A parsed CF.INSERT or CF.INSERTNX.
 #[derive(Debug, PartialEq)]
 pub struct Insert {
-    /// What a missing key gets: a filter of the given capacity or the default one; `None` with
-    /// NOCREATE.
-    pub creation: Option<Option<u64>>,
+    /// What a missing key gets; `None` with NOCREATE.
+    pub creation: Option<Make>,
     /// The index of the first item.
     pub first_item: usize,
 }
 
 impl Insert {
-    /// Parses `key [CAPACITY c] [NOCREATE] ITEMS item...`: whole option words (RedisBloom looks
-    /// at first letters), each once; everything after ITEMS is an item.
+    /// Parses `key [CAPACITY c] [ERROR rate] [NOCREATE] ITEMS item...`: whole option words
+    /// (RedisBloom looks at first letters), each once; everything after ITEMS is an item.
     pub fn parse<'a>(args: &impl Args<'a>) -> Result<Insert, BfError> {
-        let (mut capacity, mut no_create) = (None, None);
+        let (mut capacity, mut no_create, mut error) = (None, None, None);
         let mut index = 2;
         loop {
             if index >= args.len() {
@@ -137,6 +157,10 @@ impl Insert {
             } else if is_option(token, "CAPACITY") {
                 let value = parse_capacity(value_of(args, index, "CAPACITY")?)?;
                 once(&mut capacity, "CAPACITY", value)?;
+                index += 2;
+            } else if is_option(token, "ERROR") {
+                let value = parse_error(value_of(args, index, "ERROR")?)?;
+                once(&mut error, "ERROR", value)?;
                 index += 2;
             } else if is_option(token, "NOCREATE") {
                 once(&mut no_create, "NOCREATE", ())?;
@@ -150,13 +174,16 @@ impl Insert {
             return Err(BfError::MissingItems);
         }
         // Checked even for an existing key, as RedisBloom checks it.
-        let bucket_size = crate::config::cuckoo_defaults().params().bucket_size;
+        let bucket_size = match error {
+            Some(_) => BOUNDED_BUCKET_SIZE,
+            None => crate::config::cuckoo_defaults().params().bucket_size,
+        };
         let capacity = capacity
             .map(|capacity| checked_capacity(capacity, bucket_size))
             .transpose()?;
         let creation = match no_create {
             Some(()) => None,
-            None => Some(capacity),
+            None => Some(Make { capacity, error }),
         };
         Ok(Insert {
             creation,

@@ -1,19 +1,30 @@
-//! `CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION e]`: creates an empty
-//! cuckoo filter; and the [`Creation`] every add command makes on a missing key, propagated with
-//! each parameter spelled out so that a replica's own defaults never matter.
+//! `CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION e] [ERROR rate]`: creates
+//! an empty cuckoo filter; and the [`Creation`] every add command makes on a missing key,
+//! propagated with each parameter spelled out so that a replica's own defaults never matter.
+//!
+//! `ERROR rate` (this module's) makes a filter whose false-positive rate stays at most `rate`
+//! however far it grows (`bf_filter::cuckoo::shape::Bound`): bucket size 4, 500 evictions and
+//! expansion 2 unless told otherwise (BUCKETSIZE is refused with it).
 
 use super::open;
 use crate::error::{BfError, CfError};
 use crate::glue::call::Call;
 use crate::glue::key::Access;
 use crate::parse::{is_option, once, unknown, value_of, Args};
-use bf_filter::cuckoo::{buckets_for, Cuckoo, Params};
+use bf_filter::cuckoo::shape::{BOUNDED_BUCKET_SIZE, MIN_BOUNDED_ERROR};
+use bf_filter::cuckoo::{buckets_for, Bound, Cuckoo, Params};
 
-/// How a filter is made: its capacity and parameters.
+/// A bounded filter's eviction budget, unless MAXITERATIONS says.
+const BOUNDED_MAX_ITERATIONS: u64 = 500;
+/// A bounded filter's expansion, unless EXPANSION says.
+const BOUNDED_EXPANSION: u64 = 2;
+
+/// How a filter is made: its capacity and parameters, and a bounded error rate if asked.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Creation {
     pub capacity: u64,
     pub params: Params,
+    pub bound: Option<Bound>,
 }
 
 impl Creation {
@@ -24,7 +35,29 @@ impl Creation {
         let params = defaults.params();
         let capacity = capacity.unwrap_or(defaults.capacity);
         check_capacity(capacity, params.bucket_size)?;
-        Ok(Creation { capacity, params })
+        Ok(Creation {
+            capacity,
+            params,
+            bound: None,
+        })
+    }
+
+    /// The filter CF.INSERT with `ERROR rate` makes on a missing key: bounded, its capacity
+    /// `capacity` or `bf.cf-initial-size`, the bounded defaults otherwise.
+    pub fn bounded(capacity: Option<u64>, error: f64) -> Result<Creation, BfError> {
+        let capacity = capacity.unwrap_or(crate::config::cuckoo_defaults().capacity);
+        check_capacity(capacity, BOUNDED_BUCKET_SIZE)?;
+        let params = Params::new(
+            u64::from(BOUNDED_BUCKET_SIZE),
+            BOUNDED_MAX_ITERATIONS,
+            BOUNDED_EXPANSION,
+        )
+        .map_err(|_| BfError::Internal)?;
+        Ok(Creation {
+            capacity,
+            params,
+            bound: Some(bound_for(error)?),
+        })
     }
 
     /// The filter, empty, refused past the call's size limit.
@@ -32,21 +65,26 @@ impl Creation {
         let limit = call.size_limit();
         let buckets = buckets_for(self.capacity, self.params.bucket_size)
             .map_err(|err| BfError::from_filter(err, &limit))?;
-        Cuckoo::new(buckets, self.params, limit.bytes())
+        Cuckoo::new(buckets, self.params, self.bound, limit.bytes())
             .map_err(|err| BfError::from_filter(err, &limit))
     }
 
     /// Propagates the creation to replicas and the AOF as a CF.RESERVE with every parameter.
     pub fn propagate(&self, call: &Call) {
-        let words = [
-            self.capacity.to_string(),
-            "BUCKETSIZE".into(),
-            self.params.bucket_size.to_string(),
+        let mut words = vec![self.capacity.to_string()];
+        if self.bound.is_none() {
+            words.extend(["BUCKETSIZE".into(), self.params.bucket_size.to_string()]);
+        }
+        words.extend([
             "MAXITERATIONS".into(),
             self.params.max_iterations.to_string(),
             "EXPANSION".into(),
             self.params.expansion.to_string(),
-        ];
+        ]);
+        if let Some(bound) = self.bound {
+            // The shortest text that parses back to the same f64.
+            words.extend(["ERROR".into(), format!("{:?}", bound.error())]);
+        }
         let mut made = vec![call.args().get(1)];
         made.extend(words.iter().map(|word| word.as_bytes()));
         call.replicate(c"CF.RESERVE", &made, 0..0);
@@ -60,6 +98,20 @@ fn check_capacity(capacity: u64, bucket_size: u8) -> Result<(), BfError> {
         return Err(BfError::Cf(CfError::CapacityTooSmall));
     }
     Ok(())
+}
+
+/// An `ERROR` rate: a number from 1e-12 up to, not including, 1.
+pub fn parse_error(token: &[u8]) -> Result<f64, BfError> {
+    std::str::from_utf8(token)
+        .ok()
+        .and_then(|text| text.parse::<f64>().ok())
+        .filter(|error| (MIN_BOUNDED_ERROR..1.0).contains(error))
+        .ok_or(BfError::Cf(CfError::BadErrorRate))
+}
+
+/// The bound of an error rate [`parse_error`] took.
+fn bound_for(error: f64) -> Result<Bound, BfError> {
+    Bound::for_error(error).map_err(|_| BfError::Cf(CfError::BadErrorRate))
 }
 
 /// A capacity as RedisBloom reads it: a whole number (a sign allowed, so that a negative one is
@@ -109,6 +161,7 @@ impl Reserve {
     pub fn parse<'a>(args: &impl Args<'a>) -> Result<Reserve, BfError> {
         let capacity = parse_capacity(args.get(2))?;
         let (mut bucket_size, mut max_iterations, mut expansion) = (None, None, None);
+        let mut error = None;
         let mut index = 3;
         while index < args.len() {
             let token = args.get(index);
@@ -118,11 +171,29 @@ impl Reserve {
                 (&mut max_iterations, "MAXITERATIONS")
             } else if is_option(token, "EXPANSION") {
                 (&mut expansion, "EXPANSION")
+            } else if is_option(token, "ERROR") {
+                (&mut error, "ERROR")
             } else {
                 return Err(unknown(token));
             };
             once(slot, name, value_of(args, index, name)?)?;
             index += 2;
+        }
+        if let Some(error) = error {
+            if bucket_size.is_some() {
+                return Err(BfError::Cf(CfError::BucketSizeWithError));
+            }
+            let error = parse_error(error)?;
+            let (max_iterations, expansion) = bounded_options(max_iterations, expansion)?;
+            let params = Params::new(u64::from(BOUNDED_BUCKET_SIZE), max_iterations, expansion)
+                .map_err(|_| BfError::Internal)?;
+            let capacity = checked_capacity(capacity, BOUNDED_BUCKET_SIZE)?;
+            let bound = Some(bound_for(error)?);
+            return Ok(Reserve(Creation {
+                capacity,
+                params,
+                bound,
+            }));
         }
         let defaults = crate::config::cuckoo_defaults();
         let max_iterations = match max_iterations {
@@ -146,8 +217,34 @@ impl Reserve {
         let params =
             Params::new(bucket_size, max_iterations, expansion).map_err(|_| BfError::Internal)?;
         let capacity = checked_capacity(capacity, params.bucket_size)?;
-        Ok(Reserve(Creation { capacity, params }))
+        Ok(Reserve(Creation {
+            capacity,
+            params,
+            bound: None,
+        }))
     }
+}
+
+/// MAXITERATIONS and EXPANSION of a bounded filter, or their bounded defaults.
+fn bounded_options(
+    max_iterations: Option<&[u8]>,
+    expansion: Option<&[u8]>,
+) -> Result<(u64, u64), BfError> {
+    let max_iterations = match max_iterations {
+        Some(token) => bounded(
+            token,
+            "MAXITERATIONS",
+            1,
+            65535,
+            CfError::MaxIterationsRange,
+        )?,
+        None => BOUNDED_MAX_ITERATIONS,
+    };
+    let expansion = match expansion {
+        Some(token) => bounded(token, "EXPANSION", 0, 32768, CfError::ExpansionRange)?,
+        None => BOUNDED_EXPANSION,
+    };
+    Ok((max_iterations, expansion))
 }
 
 /// CF.RESERVE: `OK`, or `ERR item exists` if the key holds a cuckoo filter already.

@@ -9,7 +9,7 @@ const MANY_ITEMS: &std::ffi::CStr =
     c"O(n * b * f): n items, two buckets of b slots in each of f sub-filters";
 
 /// CF.RESERVE key capacity [BUCKETSIZE bucketsize] [MAXITERATIONS maxiterations]
-/// [EXPANSION expansion]
+/// [EXPANSION expansion] [ERROR error]
 pub const RESERVE: Docs = Docs {
     summary: c"Creates an empty cuckoo filter for a capacity",
     complexity: c"O(1)",
@@ -21,6 +21,7 @@ pub const RESERVE: Docs = Docs {
             .token(c"MAXITERATIONS")
             .optional(),
         Arg::integer(c"expansion").token(c"EXPANSION").optional(),
+        Arg::double(c"error").token(c"ERROR").optional(),
     ],
 };
 
@@ -56,6 +57,7 @@ pub const INSERTNX: Docs = Docs {
 const INSERT_ARGS: &[Arg] = &[
     Arg::key(c"key"),
     Arg::integer(c"capacity").token(c"CAPACITY").optional(),
+    Arg::double(c"error").token(c"ERROR").optional(),
     Arg::pure_token(c"nocreate", c"NOCREATE").optional(),
     Arg::pure_token(c"items", c"ITEMS"),
     Arg::string(c"item").multiple(),

@@ -62,7 +62,8 @@ fn existing(key: &super::CuckooKey) -> Result<&Cuckoo, BfError> {
     key.filter()?.ok_or(BfError::NotFound)
 }
 
-/// CF.INFO key: RedisBloom's eight fields, a flat array in RESP2, a map in RESP3.
+/// CF.INFO key: RedisBloom's eight fields, a flat array in RESP2, a map in RESP3; `Error rate`
+/// after them for a filter with one.
 pub fn info(call: &Call) -> Result<(), BfError> {
     let key = open(call, Access::Read);
     let filter = existing(&key)?;
@@ -77,10 +78,17 @@ pub fn info(call: &Call) -> Result<(), BfError> {
         (c"Expansion rate", u64::from(params.expansion)),
         (c"Max iterations", u64::from(params.max_iterations)),
     ];
-    call.reply_map(fields.len());
+    let bound = filter.bound();
+    call.reply_map(fields.len() + usize::from(bound.is_some()));
     for (name, value) in fields {
         call.reply_simple(name);
         call.reply_integer(value as i64);
+    }
+    // A bounded filter's rate, after RedisBloom's eight (clients that read by position keep
+    // working).
+    if let Some(bound) = bound {
+        call.reply_simple(c"Error rate");
+        call.reply_bulk(format!("{:?}", bound.error()).as_bytes());
     }
     Ok(())
 }
@@ -91,7 +99,7 @@ pub fn debug(call: &Call) -> Result<(), BfError> {
     let key = open(call, Access::Read);
     let filter = existing(&key)?;
     let params = filter.params();
-    let line = format!(
+    let mut line = format!(
         "bktsize:{} buckets:{} items:{} deletes:{} filters:{} max_iterations:{} expansion:{}",
         params.bucket_size,
         filter.buckets(),
@@ -101,6 +109,18 @@ pub fn debug(call: &Call) -> Result<(), BfError> {
         params.max_iterations,
         params.expansion
     );
+    if let Some(bound) = filter.bound() {
+        let widths: Vec<String> = filter
+            .tables()
+            .iter()
+            .map(|t| t.bits().to_string())
+            .collect();
+        line.push_str(&format!(
+            " error:{:?} bits:{}",
+            bound.error(),
+            widths.join(",")
+        ));
+    }
     call.reply_bulk(line.as_bytes());
     Ok(())
 }

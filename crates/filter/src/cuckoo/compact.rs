@@ -10,7 +10,7 @@
 //! compaction works on another window.
 
 use super::filter::Cuckoo;
-use super::print::alternate;
+use super::print::Hashing;
 use super::table::Table;
 
 /// The most slots one compaction examines.
@@ -47,6 +47,7 @@ impl Cuckoo {
     /// fingerprint it held moved.
     fn compact_table(&mut self, index: usize, start: u64, count: u64) -> bool {
         let size = self.params().bucket_size;
+        let hashing = self.hashing();
         let (older, rest) = self.tables.split_at_mut(index);
         let table = &mut rest[0];
         let buckets = table.buckets();
@@ -56,7 +57,7 @@ impl Cuckoo {
             for slot in 0..size {
                 let fingerprint = table.get(bucket, slot);
                 if fingerprint != 0 {
-                    if move_down(older, bucket, fingerprint) {
+                    if move_down(older, hashing, bucket, fingerprint, table.bits()) {
                         table.swap(bucket, slot, 0);
                     } else {
                         all_moved = false;
@@ -72,14 +73,23 @@ impl Cuckoo {
     }
 }
 
-/// Puts `fingerprint`, found in bucket `bucket` of a newer sub-filter, in the first empty slot of
-/// that bucket or its other one, in the oldest of `older` that has one.
-fn move_down(older: &mut [Table], bucket: u64, fingerprint: u8) -> bool {
+/// Puts `fingerprint`, found in bucket `bucket` of a newer sub-filter of `bits`-bit slots, in the
+/// first empty slot of that bucket or its other one, in the oldest of `older` that has one
+/// (shortened to its width: the item's own fingerprint there).
+fn move_down(
+    older: &mut [Table],
+    hashing: Hashing,
+    bucket: u64,
+    fingerprint: u64,
+    bits: u8,
+) -> bool {
+    let second = hashing.alternate(bucket, fingerprint, bits);
     for table in older.iter_mut() {
-        for index in [bucket, alternate(bucket, fingerprint)] {
+        let moved = hashing.shorten(fingerprint, bits, table.bits());
+        for index in [bucket, second] {
             let at = table.bucket_of(index);
             if let Some(slot) = table.empty_slot(at) {
-                table.swap(at, slot, fingerprint);
+                table.swap(at, slot, moved);
                 return true;
             }
         }

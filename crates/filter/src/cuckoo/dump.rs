@@ -6,15 +6,18 @@
 //! u16 bucket size, u16 max iterations, u16 expansion
 //! ```
 //!
-//! then the sub-filters' bytes, oldest first, concatenated: one chunk per sub-filter, or pieces of
-//! 16 MiB of a bigger one, with RedisBloom's iterators (`crate::chunks`).
+//! (a filter with a bounded error rate, this module's, has its own header: the 8 bytes
+//! `redis-cf`, a u32 version 1 and the f64 error rate before those 38 bytes, 58 in all), then the
+//! sub-filters' bytes, oldest first, concatenated: one chunk per sub-filter, or pieces of 16 MiB of
+//! a bigger one, with RedisBloom's iterators (`crate::chunks`).
 //!
 //! A header makes a filter in the restoring state, which takes the data chunks in order, each
 //! once, within one sub-filter (of any length, as RedisBloom's own dumps of any release cut them),
 //! and nothing else until the last byte has arrived. A filter in use takes no chunk, so no client
 //! can overwrite a live filter's buckets (RedisBloom lets one, at any offset).
 
-use super::filter::{check_shape, Cuckoo, Params, MAX_TABLES};
+use super::filter::Cuckoo;
+use super::shape::{check_shape, slot_bits, Bound, Params, MAX_TABLES};
 use super::table::Table;
 use crate::chunks::CHUNK_BYTES;
 use crate::reader::Reader;
@@ -22,27 +25,37 @@ use crate::restoring::Restoring;
 use crate::FilterError;
 use std::borrow::Cow;
 
-/// The length of a header.
+/// The length of RedisBloom's header.
 pub const HEADER_LEN: usize = 38;
+/// The first bytes of this module's header (a filter with a bounded error rate).
+const MAGIC: [u8; 8] = *b"redis-cf";
+/// The length of this module's header.
+const BOUNDED_HEADER_LEN: usize = 8 + 4 + 8 + HEADER_LEN;
 
 /// The header chunk of `filter`'s dump.
-pub fn header(filter: &Cuckoo) -> [u8; HEADER_LEN] {
+pub fn header(filter: &Cuckoo) -> Vec<u8> {
+    let mut out = Vec::with_capacity(BOUNDED_HEADER_LEN);
+    if let Some(bound) = filter.bound() {
+        out.extend(MAGIC);
+        out.extend(1u32.to_le_bytes());
+        out.extend(bound.error().to_le_bytes());
+    }
     let params = filter.params();
-    let mut out = [0u8; HEADER_LEN];
-    out[0..8].copy_from_slice(&filter.items().to_le_bytes());
-    out[8..16].copy_from_slice(&filter.buckets().to_le_bytes());
-    out[16..24].copy_from_slice(&filter.deletes().to_le_bytes());
-    out[24..32].copy_from_slice(&(filter.tables().len() as u64).to_le_bytes());
-    out[32..34].copy_from_slice(&u16::from(params.bucket_size).to_le_bytes());
-    out[34..36].copy_from_slice(&params.max_iterations.to_le_bytes());
-    out[36..38].copy_from_slice(&params.expansion.to_le_bytes());
+    out.extend(filter.items().to_le_bytes());
+    out.extend(filter.buckets().to_le_bytes());
+    out.extend(filter.deletes().to_le_bytes());
+    out.extend((filter.tables().len() as u64).to_le_bytes());
+    out.extend(u16::from(params.bucket_size).to_le_bytes());
+    out.extend(params.max_iterations.to_le_bytes());
+    out.extend(params.expansion.to_le_bytes());
     out
 }
 
 /// A header that passed every check: the filter it describes, not yet allocated.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Header {
     params: Params,
+    bound: Option<Bound>,
     buckets: u64,
     tables: u64,
     items: u64,
@@ -50,12 +63,26 @@ pub struct Header {
 }
 
 impl Header {
-    /// Parses and checks a header chunk.
+    /// Parses and checks a header chunk: RedisBloom's 38 bytes, or this module's 58.
     pub fn parse(bytes: &[u8]) -> Result<Header, FilterError> {
-        if bytes.len() != HEADER_LEN {
-            return Err(FilterError::Corrupt("a cuckoo filter header is 38 bytes"));
-        }
-        let mut reader = Reader::new(bytes);
+        let (bound, fields) = match bytes.len() {
+            HEADER_LEN => (None, bytes),
+            BOUNDED_HEADER_LEN if bytes.starts_with(&MAGIC) => {
+                let mut reader = Reader::new(&bytes[MAGIC.len()..]);
+                if reader.u32()? != 1 {
+                    return Err(FilterError::Corrupt("unknown cuckoo filter header version"));
+                }
+                let error = f64::from_le_bytes(reader.take()?);
+                let fields = &bytes[BOUNDED_HEADER_LEN - HEADER_LEN..];
+                (Some(Bound::for_error(error)?), fields)
+            }
+            _ => {
+                return Err(FilterError::Corrupt(
+                    "a cuckoo filter header is 38 bytes (58 with a bounded error rate)",
+                ))
+            }
+        };
+        let mut reader = Reader::new(fields);
         let items = reader.u64()?;
         let buckets = reader.u64()?;
         let deletes = reader.u64()?;
@@ -78,6 +105,7 @@ impl Header {
         }
         let header = Header {
             params,
+            bound,
             buckets,
             tables,
             items,
@@ -97,18 +125,26 @@ impl Header {
         })
     }
 
+    /// Each sub-filter's bucket count and slot width.
+    fn table_shapes(&self) -> impl Iterator<Item = (u64, u8)> + '_ {
+        self.table_buckets()
+            .enumerate()
+            .map(|(index, buckets)| (buckets, slot_bits(self.bound, index)))
+    }
+
     /// What the described filter will take once restored (what `bf.max-filter-bytes` bounds).
     pub fn planned_bytes(&self) -> u64 {
-        Cuckoo::planned_bytes(self.params.bucket_size, self.table_buckets())
+        Cuckoo::planned_bytes(self.params.bucket_size, self.table_shapes())
     }
 
     /// The filter, empty and waiting for its data chunks.
     pub fn into_filter(self) -> Result<Cuckoo, FilterError> {
         let mut tables = Vec::new();
-        for buckets in self.table_buckets() {
-            tables.push(Table::new(buckets, self.params.bucket_size)?);
+        for (buckets, bits) in self.table_shapes() {
+            tables.push(Table::new(buckets, self.params.bucket_size, bits)?);
         }
-        let mut filter = Cuckoo::from_parts(self.params, tables, self.items, self.deletes)?;
+        let mut filter =
+            Cuckoo::from_parts(self.params, self.bound, tables, self.items, self.deletes)?;
         filter.set_restoring(Some(0))?;
         Ok(filter)
     }
@@ -229,7 +265,7 @@ mod tests {
     #[test]
     fn a_dump_is_redisbloom_s_to_the_byte() {
         let params = Params::new(2, 20, 1).unwrap();
-        let mut filter = Cuckoo::new(4, params, u64::MAX).unwrap();
+        let mut filter = Cuckoo::new(4, params, None, u64::MAX).unwrap();
         for item in [b"a", b"b", b"c"] {
             filter.add(item, &Limits::NONE).unwrap();
         }
@@ -245,7 +281,7 @@ mod tests {
     #[test]
     fn chunks_rebuild_the_filter_in_order_and_once() {
         let params = Params::new(2, 3, 2).unwrap();
-        let mut filter = Cuckoo::new(2, params, u64::MAX).unwrap();
+        let mut filter = Cuckoo::new(2, params, None, u64::MAX).unwrap();
         for i in 0..40u32 {
             filter.add(&i.to_le_bytes(), &Limits::NONE).unwrap();
         }
@@ -278,8 +314,8 @@ mod tests {
     #[test]
     fn bad_headers_are_refused() {
         let params = Params::new(2, 20, 1).unwrap();
-        let filter = Cuckoo::new(4, params, u64::MAX).unwrap();
-        let good = header(&filter);
+        let filter = Cuckoo::new(4, params, None, u64::MAX).unwrap();
+        let good: [u8; HEADER_LEN] = header(&filter).try_into().unwrap();
         assert!(Header::parse(&good).is_ok());
         assert!(Header::parse(&good[..37]).is_err());
         let with = |at: usize, bytes: &[u8]| {

@@ -1,6 +1,7 @@
 //! [`Cuckoo`], what a `CF.*` key holds: a chain of [`Table`]s that grows by the expansion when an
 //! item finds no room, with RedisBloom's insertion, eviction, deletion and counting, step for step,
-//! so that the same commands leave the same bytes.
+//! so that the same commands leave the same bytes (for filters made without `ERROR`; those made
+//! with it take the same steps with this module's hashing and wider slots: see `super::print`).
 //!
 //! An insert looks for an empty slot in the item's two buckets of each sub-filter, newest first;
 //! failing that it evicts in the newest one: starting at the item's first bucket, it swaps the
@@ -10,92 +11,19 @@
 //! makes the same moves. Then the filter grows by a sub-filter `expansion` times the newest (or,
 //! with expansion 0, refuses the item), and the item goes there.
 
-use super::print::{alternate, Print};
+use super::print::{Hashing, Print};
+use super::shape::{check_bound, check_shape, slot_bits, Bound, Limits, Params, MAX_TABLES};
 use super::table::{table_bytes, Table, MAX_BUCKETS};
 use crate::bytes::{charged, charged_array};
 use crate::restoring::Restoring;
 use crate::FilterError;
 
-/// The largest bucket size (a slot count, RedisBloom's bound).
-pub const MAX_BUCKET_SIZE: u8 = 255;
-/// The largest `MAXITERATIONS`.
-pub const MAX_ITERATIONS: u16 = u16::MAX;
-/// The largest expansion (after rounding up to a power of two).
-pub const MAX_EXPANSION: u16 = 32768;
-/// The most sub-filters a filter may ever have, whatever `cf-max-expansions` says (RedisBloom's
-/// count is 16 bits wide).
-pub const MAX_TABLES: u64 = 65_535;
-
-/// How a filter is made and grows: what `CF.RESERVE` sets and `CF.INFO` shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Params {
-    /// Slots per bucket, 1 to 255.
-    pub bucket_size: u8,
-    /// Swaps an insert may make before the filter grows, 1 to 65535.
-    pub max_iterations: u16,
-    /// Each new sub-filter's bucket count over the newest one's: 0 (never grow) or a power of
-    /// two up to 32768.
-    pub expansion: u16,
-}
-
-impl Params {
-    /// Parameters as asked: the expansion rounded up to a power of two, as RedisBloom keeps it.
-    pub fn new(
-        bucket_size: u64,
-        max_iterations: u64,
-        expansion: u64,
-    ) -> Result<Params, FilterError> {
-        let bucket_size = u8::try_from(bucket_size)
-            .ok()
-            .filter(|&size| size >= 1)
-            .ok_or(FilterError::Corrupt("bucket size out of range"))?;
-        let max_iterations = u16::try_from(max_iterations)
-            .ok()
-            .filter(|&iterations| iterations >= 1)
-            .ok_or(FilterError::Corrupt("max iterations out of range"))?;
-        let expansion = match u16::try_from(expansion) {
-            Ok(0) => 0,
-            Ok(expansion) if expansion <= MAX_EXPANSION => expansion.next_power_of_two(),
-            _ => return Err(FilterError::Corrupt("expansion out of range")),
-        };
-        Ok(Params {
-            bucket_size,
-            max_iterations,
-            expansion,
-        })
-    }
-}
-
-/// The bucket count of a new filter for `capacity` items: `capacity / bucket_size` rounded up to a
-/// power of two (at least 1), as RedisBloom sizes it.
-pub fn buckets_for(capacity: u64, bucket_size: u8) -> Result<u64, FilterError> {
-    let wanted = capacity / u64::from(bucket_size.max(1));
-    match wanted.max(1).checked_next_power_of_two() {
-        Some(buckets) if buckets <= MAX_BUCKETS => Ok(buckets),
-        _ => Err(FilterError::TooLarge { bytes: u64::MAX }),
-    }
-}
-
-/// What an insert may take: how many sub-filters the filter may have (`cf-max-expansions`),
-/// and how many bytes in all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    pub max_tables: u64,
-    pub max_bytes: u64,
-}
-
-impl Limits {
-    /// No limit but the format's: for writes a primary or the AOF replays.
-    pub const NONE: Limits = Limits {
-        max_tables: MAX_TABLES,
-        max_bytes: u64::MAX,
-    };
-}
-
 /// A cuckoo filter: the value of one `CF.*` key.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Cuckoo {
     params: Params,
+    /// A bounded error rate (this module's `ERROR`); `None` for RedisBloom's filters.
+    bound: Option<Bound>,
     /// Oldest first; never empty. Sub-filter `i` has the first one's buckets times
     /// `expansion^i`. Allocated to the exact count.
     pub(crate) tables: Box<[Table]>,
@@ -108,15 +36,24 @@ pub struct Cuckoo {
 }
 
 impl Cuckoo {
-    /// An empty filter of one sub-filter of `buckets` buckets, refused past `max_bytes`.
-    pub fn new(buckets: u64, params: Params, max_bytes: u64) -> Result<Cuckoo, FilterError> {
-        let bytes = Cuckoo::planned_bytes(params.bucket_size, [buckets]);
+    /// An empty filter of one sub-filter of `buckets` buckets, refused past `max_bytes`; with
+    /// `bound`, this module's kind, with a bounded error rate (bucket size 4).
+    pub fn new(
+        buckets: u64,
+        params: Params,
+        bound: Option<Bound>,
+        max_bytes: u64,
+    ) -> Result<Cuckoo, FilterError> {
+        check_bound(params, bound)?;
+        let bits = slot_bits(bound, 0);
+        let bytes = Cuckoo::planned_bytes(params.bucket_size, [(buckets, bits)]);
         if bytes > max_bytes {
             return Err(FilterError::TooLarge { bytes });
         }
         Ok(Cuckoo {
             params,
-            tables: Box::new([Table::new(buckets, params.bucket_size)?]),
+            bound,
+            tables: Box::new([Table::new(buckets, params.bucket_size, bits)?]),
             items: 0,
             deletes: 0,
             restoring: None,
@@ -124,16 +61,29 @@ impl Cuckoo {
     }
 
     /// A filter rebuilt from stored parts, checked: the sub-filters' bucket counts follow the
-    /// expansion from the first, each holds the bucket size, and the items fit in the slots.
+    /// expansion from the first, each has the slot width its place gives it, and the items fit in
+    /// the slots.
     pub fn from_parts(
         params: Params,
+        bound: Option<Bound>,
         tables: Vec<Table>,
         items: u64,
         deletes: u64,
     ) -> Result<Cuckoo, FilterError> {
+        check_bound(params, bound)?;
         check_shape(params, tables.iter().map(Table::buckets), items)?;
+        let widths = tables
+            .iter()
+            .enumerate()
+            .all(|(index, table)| table.bits() == slot_bits(bound, index));
+        if !widths {
+            return Err(FilterError::Corrupt(
+                "a sub-filter's slots of the wrong width",
+            ));
+        }
         Ok(Cuckoo {
             params,
+            bound,
             tables: tables.into_boxed_slice(),
             items,
             deletes,
@@ -162,6 +112,28 @@ impl Cuckoo {
         self.params
     }
 
+    /// Its bounded error rate, if it has one.
+    pub fn bound(&self) -> Option<Bound> {
+        self.bound
+    }
+
+    /// How it hashes items.
+    #[inline]
+    pub fn hashing(&self) -> Hashing {
+        match self.bound {
+            None => Hashing::RedisBloom,
+            Some(bound) => Hashing::Bounded {
+                first_bits: bound.first_bits,
+            },
+        }
+    }
+
+    /// The print of `item` as this filter takes it.
+    #[inline]
+    fn print(&self, item: &[u8]) -> Print {
+        Print::of(item, self.hashing())
+    }
+
     /// Its sub-filters, oldest first.
     pub fn tables(&self) -> &[Table] {
         &self.tables
@@ -184,15 +156,14 @@ impl Cuckoo {
 
     /// True if `item` may have been added (and not deleted since).
     pub fn contains(&self, item: &[u8]) -> bool {
-        self.contains_print(&Print::of(item))
+        self.contains_print(&self.print(item))
     }
 
-    pub(crate) fn contains_print(&self, print: &Print) -> bool {
-        let fingerprint = print.fingerprint();
+    fn contains_print(&self, print: &Print) -> bool {
         self.tables.iter().any(|table| {
-            table
-                .find(table.bucket_of(print.first()), fingerprint)
-                .is_some()
+            let fingerprint = print.fingerprint(table.bits());
+            let first = table.find(table.bucket_of(print.first()), fingerprint);
+            first.is_some()
                 || table
                     .find(table.bucket_of(print.second()), fingerprint)
                     .is_some()
@@ -207,10 +178,10 @@ impl Cuckoo {
         mut answer: impl FnMut(bool),
     ) {
         const AHEAD: usize = 8;
-        let mut ring = [Print::of(b""); AHEAD];
+        let mut ring = [self.print(b""); AHEAD];
         let (mut head, mut held) = (0usize, 0usize);
         for item in items {
-            let print = Print::of(item);
+            let print = self.print(item);
             for table in self.tables.iter() {
                 table.prefetch(table.bucket_of(print.first()));
                 table.prefetch(table.bucket_of(print.second()));
@@ -232,11 +203,11 @@ impl Cuckoo {
     /// How many times `item`'s fingerprint is found in its buckets of every sub-filter (twice
     /// where its two buckets are one), as RedisBloom counts.
     pub fn count(&self, item: &[u8]) -> u64 {
-        let print = Print::of(item);
-        let fingerprint = print.fingerprint();
+        let print = self.print(item);
         self.tables
             .iter()
             .map(|table| {
+                let fingerprint = print.fingerprint(table.bits());
                 table.count(table.bucket_of(print.first()), fingerprint)
                     + table.count(table.bucket_of(print.second()), fingerprint)
             })
@@ -255,13 +226,14 @@ impl Cuckoo {
     /// Adds `item` (another copy if it is there already).
     pub fn add(&mut self, item: &[u8], limits: &Limits) -> Result<(), FilterError> {
         self.check_room(limits)?;
-        self.insert(Print::of(item), limits)
+        let print = self.print(item);
+        self.insert(print, limits)
     }
 
     /// Adds `item` unless it may be there already: true if added.
     pub fn add_unique(&mut self, item: &[u8], limits: &Limits) -> Result<bool, FilterError> {
         self.check_room(limits)?;
-        let print = Print::of(item);
+        let print = self.print(item);
         if self.contains_print(&print) {
             return Ok(false);
         }
@@ -288,8 +260,8 @@ impl Cuckoo {
     /// Puts the print in the first empty slot of its first bucket, else its second, in the
     /// newest sub-filter that has one.
     fn place(&mut self, print: &Print) -> bool {
-        let fingerprint = print.fingerprint();
         for table in self.tables.iter_mut().rev() {
+            let fingerprint = print.fingerprint(table.bits());
             for index in [print.first(), print.second()] {
                 let bucket = table.bucket_of(index);
                 if let Some(slot) = table.empty_slot(bucket) {
@@ -304,17 +276,18 @@ impl Cuckoo {
     /// RedisBloom's eviction in the newest sub-filter (see the module documentation); false,
     /// with every swap undone, if no empty slot turned up.
     fn evict(&mut self, print: &Print) -> bool {
-        let size = self.params.bucket_size;
+        let size = u32::from(self.params.bucket_size);
         let iterations = u32::from(self.params.max_iterations);
+        let hashing = self.hashing();
         let Some(table) = self.tables.last_mut() else {
             return false;
         };
+        let bits = table.bits();
         let mut bucket = table.bucket_of(print.first());
-        let mut carried = print.fingerprint();
+        let mut carried = print.fingerprint(bits);
         for step in 0..iterations {
-            let slot = (step % u32::from(size)) as u8;
-            carried = table.swap(bucket, slot, carried);
-            bucket = table.bucket_of(alternate(bucket, carried));
+            carried = table.swap(bucket, (step % size) as u8, carried);
+            bucket = table.bucket_of(hashing.alternate(bucket, carried, bits));
             if let Some(empty) = table.empty_slot(bucket) {
                 table.swap(bucket, empty, carried);
                 return true;
@@ -323,9 +296,8 @@ impl Cuckoo {
         // Back the way it came: each fingerprint carried returns to the slot it was taken from,
         // in the bucket its other bucket leads back to.
         for step in (0..iterations).rev() {
-            let slot = (step % u32::from(size)) as u8;
-            bucket = table.bucket_of(alternate(bucket, carried));
-            carried = table.swap(bucket, slot, carried);
+            bucket = table.bucket_of(hashing.alternate(bucket, carried, bits));
+            carried = table.swap(bucket, (step % size) as u8, carried);
         }
         false
     }
@@ -337,7 +309,7 @@ impl Cuckoo {
         let Some(table) = self.tables.last() else {
             return false;
         };
-        let fingerprint = print.fingerprint();
+        let fingerprint = print.fingerprint(table.bits());
         let first = table.bucket_of(print.first());
         let second = table.bucket_of(print.second());
         let size = u64::from(self.params.bucket_size);
@@ -359,18 +331,16 @@ impl Cuckoo {
         if self.tables.len() as u64 >= MAX_TABLES {
             return Err(FilterError::CannotGrow);
         }
+        let bits = slot_bits(self.bound, self.tables.len());
         let bytes = Cuckoo::planned_bytes(
             self.params.bucket_size,
-            self.tables
-                .iter()
-                .map(Table::buckets)
-                .chain(std::iter::once(buckets)),
+            self.table_shapes().chain(std::iter::once((buckets, bits))),
         )
         .saturating_add(self.restoring_bytes());
         if bytes > max_bytes {
             return Err(FilterError::TooLarge { bytes });
         }
-        let added = Table::new(buckets, self.params.bucket_size)?;
+        let added = Table::new(buckets, self.params.bucket_size, bits)?;
         let mut tables = std::mem::take(&mut self.tables).into_vec();
         let room = tables.try_reserve_exact(1);
         if room.is_ok() {
@@ -384,10 +354,10 @@ impl Cuckoo {
     /// bucket before its second. False (and nothing changed) if none has it. Compaction may
     /// follow (see `super::compact`).
     pub fn delete(&mut self, item: &[u8]) -> bool {
-        let print = Print::of(item);
-        let fingerprint = print.fingerprint();
+        let print = self.print(item);
         let mut found = false;
         'tables: for table in self.tables.iter_mut().rev() {
+            let fingerprint = print.fingerprint(table.bits());
             for index in [print.first(), print.second()] {
                 let bucket = table.bucket_of(index);
                 if let Some(slot) = table.find(bucket, fingerprint) {
@@ -417,16 +387,24 @@ impl Cuckoo {
         }
     }
 
-    /// What the allocator charges for a filter of sub-filters of these bucket counts: the value
-    /// (the box the server keeps it in), the array of sub-filters and each one's buckets (see
-    /// [`crate::bytes`]).
-    pub fn planned_bytes(bucket_size: u8, buckets: impl IntoIterator<Item = u64>) -> u64 {
-        let (count, total) = buckets
-            .into_iter()
-            .fold((0u64, 0u64), |(count, total), buckets| {
-                let bytes = table_bytes(buckets, bucket_size).map_or(u64::MAX, charged);
-                (count + 1, total.saturating_add(bytes))
-            });
+    /// Each sub-filter's bucket count and slot width.
+    pub(crate) fn table_shapes(&self) -> impl Iterator<Item = (u64, u8)> + '_ {
+        self.tables
+            .iter()
+            .map(|table| (table.buckets(), table.bits()))
+    }
+
+    /// What the allocator charges for a filter of sub-filters of these bucket counts and slot
+    /// widths: the value (the box the server keeps it in), the array of sub-filters and each
+    /// one's buckets (see [`crate::bytes`]).
+    pub fn planned_bytes(bucket_size: u8, tables: impl IntoIterator<Item = (u64, u8)>) -> u64 {
+        let (count, total) =
+            tables
+                .into_iter()
+                .fold((0u64, 0u64), |(count, total), (buckets, bits)| {
+                    let bytes = table_bytes(buckets, bucket_size, bits).map_or(u64::MAX, charged);
+                    (count + 1, total.saturating_add(bytes))
+                });
         charged_array::<Cuckoo>(1)
             .saturating_add(charged_array::<Table>(count))
             .saturating_add(total)
@@ -442,11 +420,8 @@ impl Cuckoo {
 
     /// What the allocator charges for the filter: what `Size` reports.
     pub fn planned_size(&self) -> u64 {
-        Cuckoo::planned_bytes(
-            self.params.bucket_size,
-            self.tables.iter().map(Table::buckets),
-        )
-        .saturating_add(self.restoring_bytes())
+        Cuckoo::planned_bytes(self.params.bucket_size, self.table_shapes())
+            .saturating_add(self.restoring_bytes())
     }
 
     /// Calls `visit` with every heap allocation the filter owns (not the value's own box).
@@ -465,49 +440,4 @@ impl Cuckoo {
             );
         }
     }
-}
-
-/// Checks a stored filter's shape: at least one sub-filter and at most [`MAX_TABLES`], a
-/// power-of-two first bucket count, each next one `expansion` times the one before (a single one
-/// when the expansion is 0), and no more items than slots.
-pub(crate) fn check_shape(
-    params: Params,
-    buckets: impl IntoIterator<Item = u64>,
-    items: u64,
-) -> Result<(), FilterError> {
-    let mut count = 0u64;
-    let mut slots = 0u64;
-    let mut expected = None;
-    for buckets in buckets {
-        count += 1;
-        if count > MAX_TABLES {
-            return Err(FilterError::Corrupt("too many sub-filters"));
-        }
-        if !buckets.is_power_of_two() || buckets > MAX_BUCKETS {
-            return Err(FilterError::Corrupt(
-                "a bucket count that is not a power of two",
-            ));
-        }
-        if let Some(expected) = expected {
-            if buckets != expected {
-                return Err(FilterError::Corrupt(
-                    "sub-filters do not follow the expansion",
-                ));
-            }
-        }
-        expected = buckets.checked_mul(u64::from(params.expansion));
-        slots = slots.saturating_add(buckets.saturating_mul(u64::from(params.bucket_size)));
-    }
-    if count == 0 {
-        return Err(FilterError::Corrupt("no sub-filters"));
-    }
-    if params.expansion == 0 && count > 1 {
-        return Err(FilterError::Corrupt(
-            "a filter of expansion 0 with several sub-filters",
-        ));
-    }
-    if items > slots {
-        return Err(FilterError::Corrupt("more items than slots"));
-    }
-    Ok(())
 }

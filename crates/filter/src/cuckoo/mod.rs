@@ -3,7 +3,8 @@
 //! dump chunks and the restoring state, MurmurHash64A) and nothing above it.
 //!
 //! - [`print`]: an item's hash and fingerprint, and its two buckets, by RedisBloom's rules;
-//! - [`table`]: one sub-filter, buckets of one-byte fingerprints;
+//! - [`shape`]: parameters, sizing, the bounded error rate and the checks of stored shapes;
+//! - [`table`]: one sub-filter, buckets of fingerprints;
 //! - [`filter`]: [`Cuckoo`], the chain a key holds: insertion with eviction, growth, deletion,
 //!   counting; [`compact`]: moving fingerprints down after deletes, within a bounded budget;
 //! - [`stored`]: RedisBloom's RDB encoding 4, field for field; [`dump`]: its `CF.SCANDUMP`
@@ -13,8 +14,13 @@ pub mod compact;
 pub mod dump;
 pub mod filter;
 pub mod print;
+pub mod shape;
 pub mod stored;
 pub mod table;
 
-pub use filter::{buckets_for, Cuckoo, Limits, Params};
+pub use filter::Cuckoo;
+pub use shape::{buckets_for, Bound, Limits, Params};
 pub use table::Table;
+
+#[cfg(test)]
+mod tests;

@@ -8,13 +8,15 @@
 //! per sub-filter: unsigned buckets, string of buckets * bucket size bytes
 //! ```
 //!
-//! A filter being restored from dump chunks has no place in that layout: it is written with a
-//! sub-filter count of 0 (which RedisBloom refuses), then a kind (1: restoring), the dump offset
-//! where the next chunk goes, and then the fields above. Every field is checked before anything is
-//! allocated for what it describes; each sub-filter's bytes must be exactly as long as its bucket
-//! count says.
+//! What that layout has no place for (a filter with a bounded error rate, a filter being restored
+//! from dump chunks) is written in a form of this module's: a sub-filter count of 0 (which
+//! RedisBloom refuses), then flags (1: restoring, 2: bounded), the error rate (a double) if
+//! bounded, the dump offset where the next chunk goes if restoring, and then the fields above.
+//! Every field is checked before anything is allocated for what it describes; each sub-filter's
+//! bytes must be exactly as long as its bucket count and slot width say.
 
-use super::filter::{check_shape, Cuckoo, Params, MAX_TABLES};
+use super::filter::Cuckoo;
+use super::shape::{check_shape, slot_bits, Bound, Params, MAX_TABLES};
 use super::table::{table_bytes, Table};
 use crate::fields::{FieldSink, FieldSource, LoadError};
 
@@ -22,15 +24,25 @@ use crate::fields::{FieldSink, FieldSource, LoadError};
 pub const ENCODING_VERSION: u32 = 4;
 /// The sub-filter count that opens a form of this module's own.
 const OURS: u64 = 0;
-/// Kind 1: a filter being restored from dump chunks.
-const KIND_RESTORING: u64 = 1;
+/// Flag 1: a filter being restored from dump chunks.
+const RESTORING: u64 = 1;
+/// Flag 2: a filter with a bounded error rate.
+const BOUNDED: u64 = 2;
 
 /// Writes a filter's fields.
 pub fn save(filter: &Cuckoo, sink: &mut impl FieldSink) {
-    if let Some(next) = filter.restoring() {
+    let restoring = filter.restoring();
+    let bound = filter.bound();
+    if restoring.is_some() || bound.is_some() {
         sink.unsigned(OURS);
-        sink.unsigned(KIND_RESTORING);
-        sink.unsigned(next);
+        let flags = restoring.map_or(0, |_| RESTORING) | bound.map_or(0, |_| BOUNDED);
+        sink.unsigned(flags);
+        if let Some(bound) = bound {
+            sink.double(bound.error());
+        }
+        if let Some(next) = restoring {
+            sink.unsigned(next);
+        }
     }
     let params = filter.params();
     sink.unsigned(filter.tables().len() as u64);
@@ -57,23 +69,39 @@ pub fn load(source: &mut impl FieldSource, encver: u32) -> Result<Cuckoo, LoadEr
     }
     let first = source.unsigned().ok_or(LoadError::Truncated)?;
     if first != OURS {
-        return load_fields(source, first);
+        return load_fields(source, first, None);
     }
-    let kind = source.unsigned().ok_or(LoadError::Truncated)?;
-    if kind != KIND_RESTORING {
+    let flags = source.unsigned().ok_or(LoadError::Truncated)?;
+    if flags == 0 || flags & !(RESTORING | BOUNDED) != 0 {
         return Err(LoadError::Corrupt(format!(
-            "unknown cuckoo filter kind {kind}"
+            "unknown cuckoo filter flags {flags}"
         )));
     }
-    let next = source.unsigned().ok_or(LoadError::Truncated)?;
+    let bound = if flags & BOUNDED != 0 {
+        let error = source.double().ok_or(LoadError::Truncated)?;
+        Some(Bound::for_error(error)?)
+    } else {
+        None
+    };
+    let next = if flags & RESTORING != 0 {
+        Some(source.unsigned().ok_or(LoadError::Truncated)?)
+    } else {
+        None
+    };
     let count = source.unsigned().ok_or(LoadError::Truncated)?;
-    let mut filter = load_fields(source, count)?;
-    filter.set_restoring(Some(next))?;
+    let mut filter = load_fields(source, count, bound)?;
+    if next.is_some() {
+        filter.set_restoring(next)?;
+    }
     Ok(filter)
 }
 
 /// Reads the fields after the sub-filter count `count`.
-fn load_fields(source: &mut impl FieldSource, count: u64) -> Result<Cuckoo, LoadError> {
+fn load_fields(
+    source: &mut impl FieldSource,
+    count: u64,
+    bound: Option<Bound>,
+) -> Result<Cuckoo, LoadError> {
     if count == 0 || count > MAX_TABLES {
         return Err(LoadError::Corrupt(format!("{count} sub-filters")));
     }
@@ -99,21 +127,22 @@ fn load_fields(source: &mut impl FieldSource, count: u64) -> Result<Cuckoo, Load
     // Grown as sub-filters arrive: the count alone justifies no allocation.
     let mut tables: Vec<Table> = Vec::new();
     let mut expected = buckets;
-    for _ in 0..count {
+    for index in 0..count as usize {
         let stored = source.unsigned().ok_or(LoadError::Truncated)?;
         if stored != expected {
             return Err(LoadError::Corrupt(
                 "sub-filters do not follow the expansion".into(),
             ));
         }
-        let len = table_bytes(stored, params.bucket_size)
+        let bits = slot_bits(bound, index);
+        let len = table_bytes(stored, params.bucket_size, bits)
             .and_then(|len| usize::try_from(len).ok())
             .ok_or_else(|| LoadError::Corrupt("bucket count".into()))?;
         let data = source.buffer(len)?;
-        tables.push(Table::from_bytes(stored, params.bucket_size, &data)?);
+        tables.push(Table::from_bytes(stored, params.bucket_size, bits, &data)?);
         expected = expected.saturating_mul(expansion);
     }
-    Ok(Cuckoo::from_parts(params, tables, items, deletes)?)
+    Ok(Cuckoo::from_parts(params, bound, tables, items, deletes)?)
 }
 
 #[cfg(test)]
@@ -137,7 +166,7 @@ mod tests {
 
     fn grown() -> Cuckoo {
         let params = Params::new(2, 20, 2).unwrap();
-        let mut filter = Cuckoo::new(4, params, u64::MAX).unwrap();
+        let mut filter = Cuckoo::new(4, params, None, u64::MAX).unwrap();
         for i in 0..60u32 {
             filter.add(&i.to_le_bytes(), &Limits::NONE).unwrap();
         }
@@ -150,6 +179,14 @@ mod tests {
     fn a_filter_survives_its_save_and_load() {
         let filter = grown();
         assert_eq!(loaded(&saved(&filter)), Ok(filter));
+        let params = Params::new(4, 500, 2).unwrap();
+        let bound = Bound::for_error(0.01).ok();
+        let mut bounded = Cuckoo::new(4, params, bound, u64::MAX).unwrap();
+        for i in 0..200u32 {
+            bounded.add(&i.to_le_bytes(), &Limits::NONE).unwrap();
+        }
+        assert!(bounded.tables().len() > 2);
+        assert_eq!(loaded(&saved(&bounded)), Ok(bounded));
     }
 
     #[test]
