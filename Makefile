@@ -44,7 +44,7 @@ help:
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/lib/redis
-	install -m 0644 $(MODULE) $(DESTDIR)$(PREFIX)/lib/redis/libredis_bf.so
+	install -m 0755 $(MODULE) $(DESTDIR)$(PREFIX)/lib/redis/libredis_bf.so
 	@echo "installed $(DESTDIR)$(PREFIX)/lib/redis/libredis_bf.so: load it with loadmodule $(PREFIX)/lib/redis/libredis_bf.so"
 
 # Installs the Debian packages that building and running need, when it can (as root), otherwise

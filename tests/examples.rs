@@ -185,6 +185,52 @@ fn the_recrawl_example_fetches_a_page_again_only_after_its_window() {
         "{output}"
     );
     assert_eq!(server.conn().call(&["DBSIZE"]), Frame::Int(0));
+    // The run the README shows is one the script prints: the same lines, figures aside.
+    let readme = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/crawler_dedup/README.md"),
+    )
+    .unwrap();
+    let shown = readme
+        .split("One run here (Redis 7.0.15):\n\n```\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README's run of recrawl.py");
+    let printed: Vec<String> = output.lines().map(without_figures).collect();
+    for line in shown.lines() {
+        assert!(
+            printed.contains(&without_figures(line)),
+            "the README shows {line:?}, which recrawl.py does not print:\n{output}"
+        );
+    }
+    assert_eq!(shown.lines().count(), printed.len(), "{shown}\n{output}");
+    // The run shown refetched no URL sooner than its window (2 s).
+    let gap = shown
+        .split("time between two fetches of a URL: ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|gap| gap.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no gap in {shown}"));
+    assert!(gap >= 2.0, "{shown}");
+}
+
+/// A line with each of its numbers ("12,408", "2.00", "0") made "#".
+fn without_figures(line: &str) -> String {
+    let mut text = String::new();
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            while chars
+                .peek()
+                .is_some_and(|next| next.is_ascii_digit() || *next == ',' || *next == '.')
+            {
+                chars.next();
+            }
+            text.push('#');
+        } else {
+            text.push(c);
+        }
+    }
+    text
 }
 
 #[test]
@@ -213,6 +259,34 @@ fn the_feed_example_never_shows_a_video_twice_within_its_window() {
     // Every refresh finds ten videos not shown within the window.
     assert_eq!(figure(&output, "videos shown: "), 20 * 30 * 10, "{output}");
     assert_eq!(server.conn().call(&["DBSIZE"]), Frame::Int(0));
+    // The README's memory per user: the range it gives holds what the script printed, and the
+    // run it shows.
+    let readme = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/feed/README.md"),
+    )
+    .unwrap();
+    let low = figure(&readme, "The memory per user is between ");
+    let high = figure(&readme, &format!("between {} and ", thousands(low)));
+    let printed = figure(&output, "memory per user: ");
+    let shown = figure(&readme, "memory per user: ");
+    assert!(
+        (low..=high).contains(&printed) && (low..=high).contains(&shown),
+        "the README says {low} to {high} bytes a user and shows {shown}; the script printed \
+         {printed}:\n{output}"
+    );
+}
+
+/// 9224 as the scripts print it: 9,224.
+fn thousands(number: u64) -> String {
+    let digits = number.to_string();
+    let mut text = String::new();
+    for (at, digit) in digits.chars().enumerate() {
+        if at > 0 && (digits.len() - at).is_multiple_of(3) {
+            text.push(',');
+        }
+        text.push(digit);
+    }
+    text
 }
 
 #[test]

@@ -113,7 +113,7 @@ fn make_run_moves_to_the_next_free_port_and_names_it() {
         common::Frame::Int(1)
     );
     // CONFIG REWRITE (packaging/README.md recommends it) writes the copy under the run
-    // directory, never the tracked file; the next run loads the module once, from that copy.
+    // directory, never the tracked file, with a loadmodule line naming the module's path.
     assert_eq!(
         conn.call(&["CONFIG", "SET", "bf.error-rate", "0.001"]),
         common::Frame::ok()
@@ -124,11 +124,48 @@ fn make_run_moves_to_the_next_free_port_and_names_it() {
     assert!(copy.contains("\nloadmodule "), "{copy}");
     drop(conn);
     drop(run);
+    // The checkout moves: the path the rewrite wrote names a file that is gone. The next run
+    // loads this checkout's module, once, and keeps the settings the rewrite wrote.
+    let stale = "/nonexistent/old-checkout/target/release/libredis_bf.so";
+    let moved: String = copy
+        .lines()
+        .map(|line| match line.starts_with("loadmodule ") {
+            true => format!("loadmodule {stale}\n"),
+            false => format!("{line}\n"),
+        })
+        .collect();
+    std::fs::write(run_dir.join("redis.conf"), moved).unwrap();
     let (_run, port, said) = start_run(base, &run_dir);
     let mut conn = connect(port, &said, &run_dir);
     assert_eq!(
         conn.call(&["CONFIG", "GET", "bf.error-rate"]).items()[1],
         common::Frame::bulk("0.001")
+    );
+    let module = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libredis_bf.so");
+    // The path of every module the server loaded (MODULE LIST: name, ver, path, args).
+    let paths: Vec<String> = conn
+        .call(&["MODULE", "LIST"])
+        .items()
+        .iter()
+        .filter_map(|fields| {
+            let fields = fields.items();
+            let at = fields
+                .iter()
+                .position(|field| *field == common::Frame::bulk("path"))?;
+            Some(fields[at + 1].text())
+        })
+        .filter(|path| path.ends_with("libredis_bf.so"))
+        .collect();
+    assert_eq!(paths, [module.display().to_string()]);
+    let copy = std::fs::read_to_string(run_dir.join("redis.conf")).unwrap();
+    let lines: Vec<&str> = copy
+        .lines()
+        .filter(|line| line.starts_with("loadmodule "))
+        .collect();
+    assert_eq!(
+        lines,
+        [format!("loadmodule \"{}\"", module.display())],
+        "{copy}"
     );
     assert_eq!(
         conn.call(&["BF.ADD", "again", "hello"]),
@@ -259,4 +296,36 @@ fn make_help_names_every_target_and_make_install_copies_the_module_under_a_prefi
         installed.display()
     )));
     std::fs::remove_dir_all(&prefix).unwrap();
+}
+
+/// The README's text with every run of whitespace made one space, so that a figure can be found
+/// whatever the line breaks.
+fn readme_text() -> String {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The README's opening figure for 100 million URLs at 1% is what `BF.INFO` says such a filter
+/// takes, in MB (10^6 bytes): the scaling filter the tour's `BF.RESERVE` makes, and NONSCALING.
+#[test]
+fn the_readmes_figure_for_100_million_urls_is_what_bf_info_says() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let mut megabytes = |key: &str, options: &[&str]| {
+        let mut reserve = vec!["BF.RESERVE", key, "0.01", "100000000"];
+        reserve.extend_from_slice(options);
+        assert_eq!(conn.call(&reserve), common::Frame::ok());
+        let size = conn.call(&["BF.INFO", key, "SIZE"]).items()[0].int();
+        assert_eq!(conn.call(&["DEL", key]), common::Frame::Int(1));
+        (size as f64 / 1e6).round() as i64
+    };
+    let scaling = megabytes("urls", &[]);
+    let fixed = megabytes("fixed", &["NONSCALING"]);
+    let readme = readme_text();
+    let claim = format!(
+        "a Bloom filter at 1% false positives takes about {scaling} MB (`BF.RESERVE urls 0.01 \
+         100000000`, a filter that can still grow past its capacity; {fixed} MB with `NONSCALING`)"
+    );
+    assert!(readme.contains(&claim), "the README should say: {claim}");
 }

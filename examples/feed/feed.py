@@ -52,7 +52,7 @@ def build_page(r, user, ranked, window):
     if page:
         # Created on the user's first page with CAPACITY, ERROR and WINDOW. The key of a user
         # who stops coming back goes two windows after their last page (an idle windowed filter
-        # would otherwise stay, empty, at 128 bytes).
+        # would otherwise stay, empty: 96 bytes and its key's own).
         pipe = r.pipeline(transaction=False)
         pipe.execute_command(
             "BF.INSERT", key, "CAPACITY", 5000, "ERROR", 0.001, "WINDOW", window, "ITEMS", *page
