@@ -26,6 +26,7 @@ mod bounded;
 mod callgrind;
 mod commands;
 mod creation;
+mod cuckoo;
 mod filter_core;
 mod layout;
 mod memory;
@@ -42,7 +43,7 @@ fn main() {
     let mut rows = Vec::new();
 
     // BENCH_ONLY=commands,persistence runs some sections (core, commands, batches, redisbloom,
-    // callgrind, bounded, creation, memory, window, layout, persistence); all by default.
+    // cuckoo, callgrind, bounded, creation, memory, window, layout, persistence); all by default.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let wanted = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
     if wanted("core") {
@@ -57,6 +58,9 @@ fn main() {
     }
     if wanted("redisbloom") {
         redisbloom::rows(&server, &mut rows);
+    }
+    if wanted("cuckoo") {
+        cuckoo::rows(&server, &mut rows);
     }
     if wanted("callgrind") {
         callgrind::rows(&mut rows);

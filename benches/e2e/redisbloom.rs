@@ -9,18 +9,18 @@ use crate::server::{self, fill, reserve};
 use std::path::PathBuf;
 
 /// One workload run on both servers.
-struct Workload {
+pub struct Workload {
     /// The row's name.
-    label: &'static str,
+    pub label: &'static str,
     /// The command's name in INFO commandstats.
-    name: &'static str,
+    pub name: &'static str,
     /// Requests per run.
-    requests: u64,
-    command: Vec<String>,
+    pub requests: u64,
+    pub command: Vec<String>,
     /// Items per call: the row is per item.
-    per: f64,
+    pub per: f64,
     /// The target ratio.
-    limit: f64,
+    pub limit: f64,
 }
 
 /// Measures this section and appends its rows.
@@ -84,7 +84,7 @@ fn workloads() -> [Workload; 4] {
 }
 
 /// Five alternating pairs of runs of one workload, ours then theirs.
-fn side_by_side(ours: &Server, theirs: &Server, workload: Workload) -> Row {
+pub fn side_by_side(ours: &Server, theirs: &Server, workload: Workload) -> Row {
     let command: Vec<&str> = workload.command.iter().map(String::as_str).collect();
     let (mut mine, mut their, mut pairs) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..5 {

@@ -33,8 +33,27 @@ enum Outcome {
     Refused(FilterError),
 }
 
-/// Adds one item.
-fn add_one(filter: &mut Cuckoo, item: &[u8], mode: Mode, limits: &Limits) -> Outcome {
+/// Adds one item within the limits of this call: first within `bf.cf-max-expansions` and no
+/// growth (nothing to ask of the server, the usual case); if that needs more, again within the
+/// call's real limits (a replay's are none; a client's, the size limit, which may ask the server
+/// for its memory). A refused attempt leaves the filter as it was, so the second takes the same
+/// steps a single one would have.
+fn add_one(call: &Call, filter: &mut Cuckoo, item: &[u8], mode: Mode) -> Outcome {
+    let quick = Limits {
+        max_tables: crate::config::cuckoo_max_tables(),
+        max_bytes: 0,
+    };
+    match try_add(filter, item, mode, &quick) {
+        Outcome::Refused(FilterError::TooLarge { .. } | FilterError::MaxExpansions) => {
+            let limits = limits(call, cuckoo_memory_usage(filter));
+            try_add(filter, item, mode, &limits)
+        }
+        outcome => outcome,
+    }
+}
+
+/// Adds one item within `limits`.
+fn try_add(filter: &mut Cuckoo, item: &[u8], mode: Mode, limits: &Limits) -> Outcome {
     let added = match mode {
         Mode::Always => filter.add(item, limits).map(|()| true),
         Mode::Unique => filter.add_unique(item, limits),
@@ -106,14 +125,18 @@ fn add_command(call: &Call, mode: Mode) -> Result<(), BfError> {
         creation.propagate(call);
     }
     let before = cuckoo_memory_usage(filter);
-    let limits = limits(call, before);
-    let outcome = add_one(filter, call.args().get(2), mode, &limits);
+    let tables = filter.tables().len();
+    let outcome = add_one(call, filter, call.args().get(2), mode);
     stats::cuckoo_items(1, 0, 0);
-    stats::cuckoo_resized(before, filter);
+    if filter.tables().len() != tables {
+        stats::cuckoo_resized(before, filter);
+    }
     match outcome {
         Outcome::Added => {
             call.reply_bool(true);
-            call.replicate(c"CF.ADD", &[], 1..3);
+            // As received: the same item into the same filter (and for CF.ADDNX, which added it,
+            // the same answer) on a replica.
+            call.replicate_verbatim();
             call.notify(c"cf.add", 1);
         }
         Outcome::Held => call.reply_bool(false),
@@ -212,7 +235,7 @@ fn insert_command(call: &Call, mode: Mode) -> Result<(), BfError> {
     call.reply_array(items.len());
     for index in items.clone() {
         let item = args.get(index);
-        let outcome = add_one(filter, item, mode, &limits);
+        let outcome = add_one(call, filter, item, mode);
         match (outcome, mode) {
             (Outcome::Added, Mode::Always) => call.reply_bool(true),
             (Outcome::Added, Mode::Unique) => call.reply_integer(1),

@@ -160,6 +160,7 @@ impl Cuckoo {
     }
 
     fn contains_print(&self, print: &Print) -> bool {
+        self.prefetch(print);
         self.tables.iter().any(|table| {
             let fingerprint = print.fingerprint(table.bits());
             let first = table.find(table.bucket_of(print.first()), fingerprint);
@@ -168,6 +169,17 @@ impl Cuckoo {
                     .find(table.bucket_of(print.second()), fingerprint)
                     .is_some()
         })
+    }
+
+    /// Asks the CPU to load the item's second bucket in every sub-filter (and the first of all
+    /// but the newest), so that the misses of a lookup overlap rather than follow one another:
+    /// an item's two buckets are two random cache lines of a big filter.
+    #[inline]
+    fn prefetch(&self, print: &Print) {
+        for table in self.tables.iter() {
+            table.prefetch(table.bucket_of(print.second()));
+            table.prefetch(table.bucket_of(print.first()));
+        }
     }
 
     /// Looks up items in order, loading each item's buckets a few items ahead so that their
@@ -244,7 +256,8 @@ impl Cuckoo {
     fn insert(&mut self, print: Print, limits: &Limits) -> Result<(), FilterError> {
         loop {
             if self.place(&print) || self.evict(&print) {
-                self.items += 1;
+                self.items = self.items.saturating_add(1);
+                self.keep_items_within_slots();
                 return Ok(());
             }
             if self.params.expansion == 0 {
@@ -260,6 +273,7 @@ impl Cuckoo {
     /// Puts the print in the first empty slot of its first bucket, else its second, in the
     /// newest sub-filter that has one.
     fn place(&mut self, print: &Print) -> bool {
+        self.prefetch(print);
         for table in self.tables.iter_mut().rev() {
             let fingerprint = print.fingerprint(table.bits());
             for index in [print.first(), print.second()] {
@@ -355,6 +369,7 @@ impl Cuckoo {
     /// follow (see `super::compact`).
     pub fn delete(&mut self, item: &[u8]) -> bool {
         let print = self.print(item);
+        self.prefetch(&print);
         let mut found = false;
         'tables: for table in self.tables.iter_mut().rev() {
             let fingerprint = print.fingerprint(table.bits());
@@ -384,6 +399,28 @@ impl Cuckoo {
             let mut tables = std::mem::take(&mut self.tables).into_vec();
             tables.pop();
             self.tables = tables.into_boxed_slice();
+            self.keep_items_within_slots();
+        }
+    }
+
+    /// Its slots, in every sub-filter.
+    fn slots(&self) -> u64 {
+        let size = u64::from(self.params.bucket_size);
+        self.tables.iter().fold(0u64, |slots, table| {
+            slots.saturating_add(table.buckets().saturating_mul(size))
+        })
+    }
+
+    /// Holds the item count to the slots, as every loader checks it (`check_shape`). In a filter
+    /// whose count matches its fingerprints it always is (each item takes a slot), and this does
+    /// nothing; but a count loaded above them (RedisBloom's releases that lost a fingerprint when
+    /// an eviction failed, a forged RESTORE or CF.LOADCHUNK header) would otherwise pass the slots
+    /// as items are added (or a compaction frees a sub-filter), and the filter would save as data
+    /// that no loader takes back: an RDB the server cannot start from.
+    fn keep_items_within_slots(&mut self) {
+        let newest = self.tables[self.tables.len() - 1].buckets();
+        if self.items > newest.saturating_mul(u64::from(self.params.bucket_size)) {
+            self.items = self.items.min(self.slots());
         }
     }
 

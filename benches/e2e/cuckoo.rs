@@ -1,0 +1,126 @@
+//! Section `cuckoo`: cuckoo filters (`CF.*`) side by side with RedisBloom's, when `REDISBLOOM_SO`
+//! names a build of it: the same filter on both (16,777,216 slots in buckets of 4, MAXITERATIONS
+//! 500: the same bytes on both, since the commands are RedisBloom's step for step), filled with
+//! 10,000,000 items; single CF.ADD, CF.EXISTS and CF.DEL, and CF.MEXISTS of 100, per item; and
+//! the memory each server takes for the filter.
+
+use crate::common::{Conn, Frame, Server};
+use crate::measure::{batch_of_100, size};
+use crate::redisbloom::{side_by_side, Workload};
+use crate::report::Row;
+use crate::server;
+use std::path::PathBuf;
+
+/// The filter both servers hold.
+const KEY: &str = "cuckoo";
+
+/// Measures this section and appends its rows.
+pub fn rows(ours: &Server, rows: &mut Vec<Row>) {
+    let Some(module) = std::env::var_os("REDISBLOOM_SO").map(PathBuf::from) else {
+        println!("(skipped the cuckoo filters against RedisBloom: set REDISBLOOM_SO)");
+        return;
+    };
+    let theirs = server::start_with_module(&module);
+    let items = size(10_000_000);
+    let mut used = Vec::new();
+    for server in [ours, &theirs] {
+        let mut conn = server.conn();
+        let before = memory(&mut conn);
+        let capacity = (items * 16 / 10).next_power_of_two().to_string();
+        let reserve = [
+            "CF.RESERVE",
+            KEY,
+            &capacity,
+            "BUCKETSIZE",
+            "4",
+            "MAXITERATIONS",
+            "500",
+        ];
+        assert_eq!(conn.call(&reserve), Frame::ok());
+        fill(&mut conn, items);
+        used.push(memory(&mut conn) - before);
+    }
+    // Both hold the same bytes: the same commands, RedisBloom's algorithm.
+    let dump = |server: &Server| server.conn().call(&["CF.SCANDUMP", KEY, "1"]);
+    assert_eq!(dump(ours), dump(&theirs), "the two filters differ");
+    rows.push(
+        Row::new(
+            "cuckoo filters against RedisBloom 2.4 (usec per item)",
+            "used_memory for a 10M-item filter (16.8M slots)",
+            used[0] as f64,
+            "bytes",
+        )
+        .against("RedisBloom", used[1] as f64, 1.005),
+    );
+    for workload in workloads() {
+        rows.push(side_by_side(ours, &theirs, workload));
+    }
+}
+
+fn workloads() -> [Workload; 4] {
+    // redis-benchmark's random items from a billion: mostly new ones (adds, lookups of absent
+    // items, deletes that find nothing), as the Bloom filter's rows take them.
+    let single = |verb: &str| vec![verb.to_string(), KEY.into(), "item:__rand_int__".into()];
+    [
+        Workload {
+            label: "CF.ADD, 10M-item filter, new items",
+            name: "cf.add",
+            requests: size(300_000),
+            command: single("CF.ADD"),
+            per: 1.0,
+            limit: 0.8,
+        },
+        Workload {
+            label: "CF.EXISTS, the same filter",
+            name: "cf.exists",
+            requests: size(1_000_000),
+            command: single("CF.EXISTS"),
+            per: 1.0,
+            limit: 0.8,
+        },
+        Workload {
+            label: "CF.DEL, the same filter",
+            name: "cf.del",
+            requests: size(300_000),
+            command: single("CF.DEL"),
+            per: 1.0,
+            limit: 0.8,
+        },
+        Workload {
+            label: "CF.MEXISTS x100, the same filter, per item",
+            name: "cf.mexists",
+            requests: size(20_000),
+            command: batch_of_100("CF.MEXISTS", KEY),
+            per: 100.0,
+            limit: 0.8,
+        },
+    ]
+}
+
+/// Adds `count` items (`item:0`...) with pipelined CF.INSERT of 1,000 items each.
+fn fill(conn: &mut Conn, count: u64) {
+    let mut pending = 0;
+    let mut start = 0;
+    while start < count {
+        let end = (start + 1000).min(count);
+        let mut args = vec!["CF.INSERT".to_string(), KEY.into(), "ITEMS".into()];
+        args.extend((start..end).map(|i| format!("item:{i}")));
+        conn.send(&args);
+        pending += 1;
+        if pending == 64 {
+            (0..pending).for_each(|_| assert!(!conn.read().is_error()));
+            pending = 0;
+        }
+        start = end;
+    }
+    (0..pending).for_each(|_| assert!(!conn.read().is_error()));
+}
+
+/// The server's used_memory.
+fn memory(conn: &mut Conn) -> i64 {
+    let info = conn.call(&["INFO", "memory"]).text();
+    info.lines()
+        .find_map(|line| line.strip_prefix("used_memory:"))
+        .and_then(|value| value.trim().parse().ok())
+        .expect("used_memory in INFO memory")
+}
