@@ -240,6 +240,37 @@ impl fmt::Display for BfError {
             BfError::BadIterator => f.write_str("ERR invalid iterator"),
             BfError::BadChunk(why) => write!(f, "ERR invalid chunk: {why}"),
             BfError::UnknownArgument(token) => write!(f, "ERR unknown argument '{token}'"),
+            BfError::TooLarge { .. }
+            | BfError::OutOfMemory { .. }
+            | BfError::OverMaxMemory { .. }
+            | BfError::LargerThanMaxMemory { .. } => self.fmt_size(f),
+            BfError::CannotGrow => f.write_str(
+                "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of \
+                 range; add the items to a new filter reserved with more capacity (or a larger \
+                 EXPANSION)",
+            ),
+            BfError::BadWindow
+            | BfError::BadWindowedErrorRate
+            | BfError::BadTime
+            | BfError::TimeFromClient
+            | BfError::BeingRestored { .. }
+            | BfError::NotRestoring
+            | BfError::ChunkOutOfOrder { .. }
+            | BfError::DumpChanged
+            | BfError::ChunkOfAnotherDump => self.fmt_time_or_dump(f),
+            BfError::BadLayout => f.write_str("ERR bad layout: must be CLASSIC or BLOCKED"),
+            BfError::Cf(err) => err.fmt(f),
+            BfError::Internal => {
+                f.write_str("ERR internal error in the bf module (see the server log)")
+            }
+        }
+    }
+}
+
+impl BfError {
+    /// The messages of the size limits and of memory.
+    fn fmt_size(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
             BfError::TooLarge { bytes, limit } => {
                 write!(
                     f,
@@ -271,30 +302,10 @@ impl fmt::Display for BfError {
                 "OOM filter would use {bytes} bytes, more than maxmemory ({maxmemory}): no \
                  eviction can make room for it"
             ),
-            BfError::CannotGrow => f.write_str(
-                "ERR filter cannot grow: the next sub-filter's capacity or error rate is out of \
-                 range; add the items to a new filter reserved with more capacity (or a larger \
-                 EXPANSION)",
-            ),
-            BfError::BadWindow
-            | BfError::BadWindowedErrorRate
-            | BfError::BadTime
-            | BfError::TimeFromClient
-            | BfError::BeingRestored { .. }
-            | BfError::NotRestoring
-            | BfError::ChunkOutOfOrder { .. }
-            | BfError::DumpChanged
-            | BfError::ChunkOfAnotherDump => self.fmt_time_or_dump(f),
-            BfError::BadLayout => f.write_str("ERR bad layout: must be CLASSIC or BLOCKED"),
-            BfError::Cf(err) => err.fmt(f),
-            BfError::Internal => {
-                f.write_str("ERR internal error in the bf module (see the server log)")
-            }
+            _ => Ok(()),
         }
     }
-}
 
-impl BfError {
     /// The messages of windowed filters' time and of dumps and restores.
     fn fmt_time_or_dump(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

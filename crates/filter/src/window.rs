@@ -45,12 +45,9 @@
 //! still load: their generations keep the sizing they were made with ([`Rule::Legacy`]) and
 //! expire whole, on their old schedule; every generation made after that is sized as above.
 
-use crate::bits::BitStore;
-use crate::bytes::{charged_array, VALUE_BYTES};
-
 use crate::hash::ItemHash;
 use crate::sizing::{Shape, MIN_ERROR_RATE};
-use crate::sub_filter::{storage_bits, SubFilter};
+use crate::sub_filter::SubFilter;
 use crate::FilterError;
 
 /// Generations (slots) per window.
@@ -147,29 +144,6 @@ impl Part {
     pub(crate) fn filter_mut(&mut self) -> &mut SubFilter {
         &mut self.filter
     }
-}
-
-/// What the allocator charges ([`crate::bytes`]) for a windowed filter whose generations hold
-/// parts of these shapes: the key's value, the filter's box, the array of generations, each
-/// generation's array of parts and each part's bits. The figure `Size` reports and the size
-/// limits bound.
-pub(crate) fn planned_windowed<'a, G, P>(generations: G) -> u64
-where
-    G: IntoIterator<Item = P>,
-    P: IntoIterator<Item = &'a Shape>,
-{
-    let mut count = 0u64;
-    let mut total = VALUE_BYTES.saturating_add(charged_array::<Windowed>(1));
-    for parts in generations {
-        count += 1;
-        let mut held = 0u64;
-        for shape in parts {
-            held += 1;
-            total = total.saturating_add(BitStore::planned_bytes(storage_bits(shape.bits)));
-        }
-        total = total.saturating_add(charged_array::<Part>(held));
-    }
-    total.saturating_add(charged_array::<Generation>(count))
 }
 
 /// The items added during one slot: its parts, oldest first.
@@ -699,9 +673,11 @@ impl Windowed {
     }
 }
 
+mod bytes;
 mod check;
 mod shape;
 
+pub(crate) use bytes::planned_windowed;
 pub use check::{check_generations, Outline};
 pub use shape::{Rule, WindowedShape};
 
