@@ -51,6 +51,18 @@ fn redis_py_drives_the_dialect_in_resp2_and_resp3() {
     run_in_both_protocols(&python, &script, "run the redis-py script");
 }
 
+/// redis-py's `r.cf()`, in RESP2 and RESP3, in its legacy and unified response shapes: redis-py
+/// 8.1.0's own cuckoo tests ported (sync and asyncio, and the `cf()` lines of its ACL tests), then
+/// every CFCommands method with its options and exact replies, a grown filter copied with
+/// scandump/loadchunk, and this module's deliberate differences from RedisBloom
+/// (tests/clients/redis_py_cf.py).
+#[test]
+fn redis_py_drives_the_cuckoo_filter_in_resp2_and_resp3() {
+    let python = python();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/redis_py_cf.py");
+    run_in_both_protocols(&python, &script, "run the redis-py cuckoo script");
+}
+
 /// The directory `make test` installs node-redis into, exactly as tests/clients/package-lock.json
 /// locks it.
 fn node_dir() -> std::path::PathBuf {
@@ -74,6 +86,28 @@ fn node_redis_drives_the_dialect_in_resp2_and_resp3() {
         &script,
     )
     .expect("copy the node-redis script");
+    run_in_both_protocols(
+        Path::new("node"),
+        &script,
+        "run node (make test installs Node.js when it can)",
+    );
+}
+
+/// node-redis's `client.cf.*` (@redis/bloom), in RESP2 and RESP3: the scenarios of node-redis's own
+/// cuckoo specs, then every command with its options and exact replies, a grown filter copied with
+/// scanDump/loadChunk (Buffers), and this module's deliberate differences from RedisBloom
+/// (tests/clients/node_redis_cf.mjs).
+#[test]
+fn node_redis_drives_the_cuckoo_filter_in_resp2_and_resp3() {
+    let dir = node_dir();
+    // Node resolves `import 'redis'` from the script's own directory: run a copy beside
+    // node_modules.
+    let script = dir.join("node_redis_cf.mjs");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/node_redis_cf.mjs"),
+        &script,
+    )
+    .expect("copy the node-redis cuckoo script");
     run_in_both_protocols(
         Path::new("node"),
         &script,
@@ -277,10 +311,11 @@ fn run_on_a_cluster(program: &Path, script: &Path, what: &str) {
     assert!(stdout.ends_with("cluster: ok\n"), "{stdout}");
 }
 
-/// redis-py's `RedisCluster(...).bf()` on three primaries, in RESP2 and RESP3: 12 filters on each
-/// primary (picked by hash slot) get every BF command, a filter is copied with SCANDUMP/LOADCHUNK
-/// to a slot of another primary, and each primary's commandstats show exactly its share of the
-/// commands, none rejected and no MOVED or ASK answered (tests/clients/redis_py_cluster.py).
+/// redis-py's `RedisCluster(...).bf()` and `.cf()` on three primaries, in RESP2 and RESP3: 12 Bloom
+/// filters and 8 cuckoo filters on each primary (picked by hash slot) get every BF and CF command,
+/// one of each is copied with SCANDUMP/LOADCHUNK to a slot of another primary, and each primary's
+/// commandstats show exactly its share of the commands, none rejected and no MOVED or ASK answered
+/// (tests/clients/redis_py_cluster.py).
 #[test]
 fn redis_py_cluster_client_routes_every_command_by_its_key() {
     let python = python();
@@ -288,8 +323,9 @@ fn redis_py_cluster_client_routes_every_command_by_its_key() {
     run_on_a_cluster(&python, &script, "run the redis-py cluster script");
 }
 
-/// node-redis's `createCluster` (`cluster.bf.*`) on three primaries, in RESP2 and RESP3: the same
-/// checks as redis-py's, the SCANDUMP chunks read as Buffers (tests/clients/node_redis_cluster.mjs).
+/// node-redis's `createCluster` (`cluster.bf.*`, `cluster.cf.*`) on three primaries, in RESP2 and
+/// RESP3: the same checks as redis-py's, the SCANDUMP chunks read as Buffers
+/// (tests/clients/node_redis_cluster.mjs).
 #[test]
 fn node_redis_cluster_client_routes_every_command_by_its_key() {
     let dir = node_dir();
