@@ -150,7 +150,35 @@ struct Request {
 
 /// BF.ADD key item
 pub fn add(call: &Call) -> Result<(), BfError> {
-    add_items(call, Request::of_items(call, Answer::One))
+    let mut key = FilterKey::open(call, 1, Access::Write);
+    let Some(added) = add_in_room(&mut key, call.args().get(2)) else {
+        return add_items_in(call, key, Request::of_items(call, Answer::One));
+    };
+    // What `add_items_in` does for this case, and nothing else: its bookkeeping (the creation
+    // it might do, the reply array, the growth and expiry checks, a propagated form to choose) is
+    // a quarter of the command's instructions.
+    call.reply_bool(added);
+    stats::items_added(1);
+    if added {
+        call.replicate_verbatim();
+        call.notify(c"bf.add", 1);
+    }
+    Ok(())
+}
+
+/// The common case of BF.ADD: one item into a filter without a window, in use, whose newest
+/// sub-filter has room for it, so that nothing can be created, grow, expire or be refused.
+/// Whether the item was new; `None` for every other case (then nothing has changed).
+fn add_in_room(key: &mut FilterKey, item: &[u8]) -> Option<bool> {
+    let Ok(Some(Filter::Chain(chain))) = key.filter_mut() else {
+        return None;
+    };
+    if chain.may_grow_within(1) || chain.is_restoring() {
+        return None;
+    }
+    // With no growth possible the size limit is never asked; a full fixed filter refuses the
+    // item (and changes nothing): the general path answers that.
+    chain.add(item, u64::MAX).ok()
 }
 
 /// BF.MADD key item [item ...]
@@ -185,8 +213,12 @@ impl Request {
 /// Runs an add command on the filter at argument 1: opens or creates it, adds the items in order
 /// replying each answer, then propagates exactly what was applied.
 fn add_items(call: &Call, request: Request) -> Result<(), BfError> {
+    add_items_in(call, FilterKey::open(call, 1, Access::Write), request)
+}
+
+/// [`add_items`] on the key at argument 1, already open for writing.
+fn add_items_in(call: &Call, mut key: FilterKey, request: Request) -> Result<(), BfError> {
     super::window::check_at(call, request.at)?;
-    let mut key = FilterKey::open(call, 1, Access::Write);
     // A change of time alone (a replayed `BF.INSERT ... AT t ITEMS`, no item) creates nothing.
     let creation = request.creation.filter(|_| !request.items.is_empty());
     if request.items.is_empty() && key.filter()?.is_none() {

@@ -233,6 +233,13 @@ impl Chain {
         self.filters.iter().map(|f| f.shape().capacity).sum()
     }
 
+    /// True while the chain is being rebuilt from a dump (see [`crate::Filter::restoring`]): it
+    /// answers no add or lookup until its last chunk has arrived.
+    #[inline]
+    pub fn is_restoring(&self) -> bool {
+        self.restoring.is_some()
+    }
+
     /// True if adding `items` new items could make the chain grow.
     pub fn may_grow_within(&self, items: u64) -> bool {
         let newest = self.newest();
