@@ -12,6 +12,7 @@
 //! | `bf.expansion-factor` | `bf-expansion-factor` | 2 | 0 (NONSCALING) to 32768 |
 //! | `bf.max-filter-bytes` | | 1 GiB | 1 KiB and up |
 //! | `bf.layout` | | classic | classic, blocked |
+//! | `bf.huge-pages` | | yes | yes, no |
 
 mod cuckoo;
 
@@ -34,6 +35,8 @@ static EXPANSION: AtomicU64 = AtomicU64::new(2);
 static MAX_FILTER_BYTES: AtomicU64 = AtomicU64::new(1 << 30);
 /// `bf.layout`: 0 classic, 1 blocked (the values its enum config is registered with).
 static LAYOUT: AtomicU64 = AtomicU64::new(0);
+/// `bf.huge-pages`: 1 yes, 0 no (see `crate::glue::huge_pages`).
+static HUGE_PAGES: AtomicU64 = AtomicU64::new(1);
 
 /// Parameters for filters created without explicit ones.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -80,14 +83,27 @@ pub struct EnumConfig {
     pub value: &'static AtomicU64,
 }
 
-/// `bf.layout`.
-pub fn layout_config() -> EnumConfig {
-    EnumConfig {
-        name: c"layout",
-        names: [c"classic", c"blocked"],
-        values: [0, 1],
-        value: &LAYOUT,
-    }
+/// The enum configs: `bf.layout`, `bf.huge-pages`.
+pub fn enum_configs() -> [EnumConfig; 2] {
+    [
+        EnumConfig {
+            name: c"layout",
+            names: [c"classic", c"blocked"],
+            values: [0, 1],
+            value: &LAYOUT,
+        },
+        EnumConfig {
+            name: c"huge-pages",
+            names: [c"no", c"yes"],
+            values: [0, 1],
+            value: &HUGE_PAGES,
+        },
+    ]
+}
+
+/// True if big filters ask the kernel for huge pages (`bf.huge-pages`).
+pub fn huge_pages() -> bool {
+    HUGE_PAGES.load(Ordering::Relaxed) == 1
 }
 
 /// The most bytes one filter may take (`bf.max-filter-bytes`).
@@ -103,6 +119,7 @@ enum Setting {
     ExpansionFactor,
     MaxFilterBytes,
     Layout,
+    HugePages,
     /// A cuckoo filter's default or limit (`config::cuckoo`).
     Cuckoo(CfSetting),
 }
@@ -122,6 +139,7 @@ impl Setting {
             "expansion-factor" => Some(Setting::ExpansionFactor),
             "max-filter-bytes" => Some(Setting::MaxFilterBytes),
             "layout" => Some(Setting::Layout),
+            "huge-pages" => Some(Setting::HugePages),
             _ => CfSetting::named(name).map(Setting::Cuckoo),
         }
     }
@@ -133,6 +151,7 @@ impl Setting {
             Setting::ExpansionFactor => "a whole number from 0 (NONSCALING) to 32768",
             Setting::MaxFilterBytes => "a size of at least 1024 bytes (units kb, mb, gb allowed)",
             Setting::Layout => "classic or blocked",
+            Setting::HugePages => "yes or no",
             Setting::Cuckoo(setting) => return setting.range(),
         })
     }
@@ -172,6 +191,14 @@ impl Setting {
             Setting::Layout => {
                 let layout = parse_layout(value).map_err(|_| refused())?;
                 LAYOUT.store(u64::from(layout == Layout::Blocked), Ordering::Relaxed);
+            }
+            Setting::HugePages => {
+                let yes = match value.to_ascii_lowercase().as_slice() {
+                    b"yes" => 1,
+                    b"no" => 0,
+                    _ => return Err(refused()),
+                };
+                HUGE_PAGES.store(yes, Ordering::Relaxed);
             }
             Setting::Cuckoo(setting) => {
                 let number = parse_whole(value).ok_or_else(refused)?;
@@ -219,7 +246,7 @@ pub fn apply_load_arguments(args: &[&[u8]]) -> Result<(), String> {
         let setting = Setting::named(pair[0]).ok_or_else(|| {
             format!(
                 "unknown module argument '{}' (known: error-rate, initial-size, \
-                 expansion-factor, max-filter-bytes, layout, cf-initial-size, cf-bucket-size, \
+                 expansion-factor, max-filter-bytes, layout, huge-pages, cf-initial-size, cf-bucket-size, \
                  cf-max-iterations, cf-expansion-factor, cf-max-expansions, ERROR_RATE, \
                  INITIAL_SIZE, CF_MAX_EXPANSIONS, bf-error-rate, bf-initial-size, \
                  bf-expansion-factor)",
@@ -350,6 +377,7 @@ impl Redis8Name {
                 Layout::Classic => "classic",
                 Layout::Blocked => "blocked",
             }),
+            Setting::HugePages => String::from(if huge_pages() { "yes" } else { "no" }),
         }
     }
 

@@ -128,6 +128,7 @@ const COMMANDS: &[Command] = &[
 fn init(ctx: *mut redis_module::raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(), String> {
     glue::datatype::remember_raw_type::<bf_filter::Filter>();
     glue::datatype::remember_raw_type::<bf_filter::cuckoo::Cuckoo>();
+    glue::huge_pages::read_kernel_mode();
     config::apply_load_arguments(args)?;
     glue::config::register(ctx)?;
     glue::module::set_options(ctx);

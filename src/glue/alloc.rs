@@ -13,8 +13,13 @@
 //! `madvise(MADV_DONTNEED)`, after which it reads as zeros and is filled in page by page as bits
 //! are set, and only the edges are zeroed by hand. The allocator still charges the whole block, so
 //! `used_memory`, `MEMORY USAGE` and `maxmemory` count every byte of it.
+//!
+//! Big zeroed blocks (a filter's array) ask for transparent huge pages before their first byte is
+//! touched, and every big block gives the request back before it is freed ([`super::huge_pages`]).
 
 use super::aligned::{over_aligned, over_aligned_base, MIN_ALIGN};
+use super::huge_pages;
+use super::kernel::{advise, Advice};
 use redis_module::raw;
 use std::alloc::{GlobalAlloc, Layout};
 use std::os::raw::c_void;
@@ -30,23 +35,7 @@ fn padded(layout: Layout) -> Option<usize> {
 
 /// Blocks from this size up are zeroed by giving their pages back to the kernel; smaller ones
 /// (a few pages at most) by hand.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 const LAZY_ZERO_BYTES: usize = 256 << 10;
-
-#[cfg(target_os = "linux")]
-mod kernel {
-    use std::os::raw::{c_int, c_long, c_void};
-
-    /// `MADV_DONTNEED` (4 on every Linux architecture): the range reads as zeros from then on.
-    pub const MADV_DONTNEED: c_int = 4;
-    /// `_SC_PAGESIZE` in glibc and musl.
-    pub const SC_PAGESIZE: c_int = 30;
-
-    extern "C" {
-        pub fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
-        pub fn sysconf(name: c_int) -> c_long;
-    }
-}
 
 /// Zeroes `size` bytes at `block`, lazily where the block spans whole pages (see the module
 /// documentation).
@@ -55,29 +44,36 @@ mod kernel {
 /// `block` must be valid for writes of `size` bytes, and be a private anonymous mapping's memory
 /// (what the server's allocator hands out for big blocks), so that released pages read as zeros.
 unsafe fn zero(block: *mut u8, size: usize) {
-    #[cfg(target_os = "linux")]
     if size >= LAZY_ZERO_BYTES {
-        // SAFETY: sysconf reads a constant of the system.
-        let page = usize::try_from(unsafe { kernel::sysconf(kernel::SC_PAGESIZE) }).unwrap_or(0);
-        if page.is_power_of_two() {
-            let start = (block as usize).next_multiple_of(page);
-            let end = (block as usize + size) & !(page - 1);
-            // SAFETY: `start..end` lies inside the block (the caller's contract), whose pages
-            // then read as zeros; the edges before and after it are written by hand, inside the
-            // block too.
+        // SAFETY: the caller's block, whose whole pages then read as zeros (the caller's
+        // contract).
+        if let Some((start, len)) = unsafe { advise(block, size, Advice::DontNeed) } {
+            // SAFETY: the edges before and after those pages, inside the block too.
             unsafe {
-                if end > start
-                    && kernel::madvise(start as *mut _, end - start, kernel::MADV_DONTNEED) == 0
-                {
-                    block.write_bytes(0, start - block as usize);
-                    (end as *mut u8).write_bytes(0, block as usize + size - end);
-                    return;
-                }
+                block.write_bytes(0, start - block as usize);
+                ((start + len) as *mut u8).write_bytes(0, block as usize + size - start - len);
             }
+            return;
         }
     }
     // SAFETY: the caller's contract.
     unsafe { block.write_bytes(0, size) };
+}
+
+/// A zeroed block of `size` bytes (at least [`huge_pages::MIN_BYTES`]) that asks for huge pages
+/// before any of its pages is touched, so that they are huge from the first: allocated, advised,
+/// then zeroed lazily (its pages handed back to the kernel), whatever zeroed allocation the
+/// server has.
+fn zeroed_on_huge_pages(size: usize) -> *mut u8 {
+    let block = server_alloc(size);
+    if !block.is_null() {
+        // SAFETY: a block of `size` bytes from the server's allocator, for a filter's array.
+        unsafe {
+            huge_pages::ask(block, size);
+            zero(block, size);
+        }
+    }
+    block
 }
 
 /// The server's allocation functions, read from the module API table. RedisModule_Init fills
@@ -113,6 +109,9 @@ unsafe impl GlobalAlloc for RedisAllocator {
             }
             return user;
         };
+        if size >= huge_pages::MIN_BYTES && huge_pages::asking() {
+            return zeroed_on_huge_pages(size);
+        }
         match (
             api!(RedisModule_TryCalloc),
             api!(RedisModule_TryAlloc),
@@ -164,6 +163,8 @@ unsafe impl GlobalAlloc for RedisAllocator {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: a live block of at least `layout.size()` bytes at `ptr`, freed just below.
+        unsafe { huge_pages::give_back(ptr, layout.size()) };
         let block = if padded(layout).is_some() {
             ptr
         } else {

@@ -324,7 +324,9 @@ pub fn register(ctx: *mut raw::RedisModuleCtx) -> Result<(), String> {
     for numeric in config::numeric() {
         register_numeric(ctx, &numeric)?;
     }
-    register_enum(ctx, &config::layout_config())?;
+    for config in config::enum_configs() {
+        register_enum(ctx, &config)?;
+    }
     if !register_redis8_names(ctx) {
         super::log::notice(
             ctx,

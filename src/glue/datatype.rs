@@ -114,6 +114,10 @@ impl FieldSource for Rdb {
                 "a bit-array piece of {len} bytes, not {expected}"
             )));
         }
+        // A filter's array read whole: its pages are already touched, and the kernel merges
+        // them into huge ones in the background.
+        // SAFETY: the box's own `len` bytes, from the server's allocator.
+        unsafe { super::huge_pages::ask(bytes.as_ptr().cast_mut(), len) };
         Ok(bytes)
     }
 

@@ -23,5 +23,9 @@ fn add_fields(ctx: *mut raw::RedisModuleInfoCtx) {
         for (name, value) in fields {
             raw::RedisModule_InfoAddFieldLongLong.unwrap()(ctx, name.as_ptr(), value);
         }
+        let huge = super::huge_pages::status();
+        raw::RedisModule_InfoAddFieldCString.unwrap()(ctx, c"huge_pages".as_ptr(), huge.as_ptr());
+        let bytes = i64::try_from(super::huge_pages::bytes()).unwrap_or(i64::MAX);
+        raw::RedisModule_InfoAddFieldLongLong.unwrap()(ctx, c"huge_pages_bytes".as_ptr(), bytes);
     }
 }
