@@ -131,6 +131,38 @@ fn the_cache_guard_refuses_absent_ids_without_asking_the_store() {
         .unwrap();
     assert!((2000..2010).contains(&queries), "{output}");
     assert!(output.contains("a user added after loading is found at once"));
+    // A tenth of the users deleted, each id looked up once through each guard: with the Bloom
+    // filter every lookup reaches the store (it cannot forget an id); with the cuckoo filter,
+    // which deleted the ids, only its false positives do: at most the 0.1% share, rounded up to
+    // a whole lookup.
+    assert!(
+        output.contains("deleted 500 users; each deleted id looked up once through each guard"),
+        "{output}"
+    );
+    let reached = |filter: &str| -> (u64, u64) {
+        let rest = output
+            .split(&format!(
+                "lookups of deleted ids that reached the store with the {filter}: "
+            ))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no {filter} line in {output}"));
+        let mut words = rest.split(' ');
+        let count = words.next().unwrap().replace(',', "").parse().unwrap();
+        assert_eq!(words.next(), Some("of"), "{output}");
+        let of = words.next().unwrap().replace(',', "").parse().unwrap();
+        (count, of)
+    };
+    assert_eq!(reached("Bloom filter"), (500, 500), "{output}");
+    let (cuckoo, deleted) = reached("cuckoo filter");
+    assert_eq!(deleted, 500, "{output}");
+    assert!(
+        cuckoo as f64 <= (deleted as f64 * 0.001).ceil(),
+        "{cuckoo} of {deleted} deleted ids passed the cuckoo guard:\n{output}"
+    );
+    assert!(
+        output.contains("every remaining user looked up still passes the cuckoo guard"),
+        "{output}"
+    );
     assert_eq!(server.conn().call(&["DBSIZE"]), Frame::Int(0));
 }
 

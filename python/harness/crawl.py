@@ -6,6 +6,11 @@ its own (Twisted's reactor cannot start twice in one process).
 starts from ``/p/0`` with a request the dupefilter checks (``dont_filter=False``, so a resumed
 crawl does not fetch it again) and follows every link; at the end it records the RESP version its
 Redis connections speak (``harness/resp``).
+
+With the setting ``HARNESS_ERRBACK_FORGET = True`` every request gets an errback that counts the
+failure (``harness/failed``), makes the dupefilter forget the request
+(``redis_bf.scrapy.forget``) and yields it again, once (``harness/resent``): the retry that
+python/README.md shows for a spider's own code.
 """
 
 from __future__ import annotations
@@ -85,13 +90,30 @@ def main() -> None:
         name = args.spider
 
         async def start(self) -> Any:
-            yield scrapy.Request(f"{args.site}/p/0", dont_filter=False)
+            yield scrapy.Request(
+                f"{args.site}/p/0", dont_filter=False, errback=self.errback_of(self.settings)
+            )
+
+        def errback_of(self, settings: Any) -> Any:
+            return self.failed if settings.getbool("HARNESS_ERRBACK_FORGET") else None
 
         def parse(self, response: Any) -> Any:
             self.crawler.stats.inc_value("harness/pages")
+            errback = self.errback_of(self.settings)
             for href in response.css("a::attr(href)").getall():
                 self.crawler.stats.inc_value("harness/requests")
-                yield response.follow(href, callback=self.parse)
+                yield response.follow(href, callback=self.parse, errback=errback)
+
+        def failed(self, failure: Any) -> Any:
+            from redis_bf.scrapy import forget
+
+            request = failure.request
+            self.crawler.stats.inc_value("harness/failed")
+            if request.meta.get("forgotten"):
+                return  # failed again after its second chance: leave it
+            forget(self, request)  # the dupefilter takes it as new again
+            self.crawler.stats.inc_value("harness/resent")
+            yield request.replace(meta={**request.meta, "forgotten": True})
 
         def closed(self, reason: str) -> None:
             # The protocol that a client made from the crawl's settings speaks, as the

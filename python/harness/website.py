@@ -5,6 +5,9 @@ whole site is reachable from ``/p/0``) and to ``links_per_page - 1`` others chos
 fixed seed: the same site every time); one link in eight carries a ``#fragment``, which Scrapy's
 fingerprints ignore, as crawlers meet them. The server counts the requests for every path, so a
 test can check that each page was fetched exactly once.
+
+``fail_once`` names pages whose first request answers HTTP 500 (a server that was briefly
+overloaded); every later one answers as usual. ``served(status)`` counts the answers by path.
 """
 
 from __future__ import annotations
@@ -12,15 +15,24 @@ from __future__ import annotations
 import random
 import threading
 from collections import Counter
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Site:
-    def __init__(self, pages: int, links_per_page: int = 24, seed: int = 16):
+    def __init__(
+        self,
+        pages: int,
+        links_per_page: int = 24,
+        seed: int = 16,
+        fail_once: Iterable[int] = (),
+    ):
         self.pages = pages
         self.links_per_page = links_per_page
         self.seed = seed
+        self.fail_once = set(fail_once)
         self.hits: Counter[str] = Counter()
+        self.answers: Counter[tuple[str, int]] = Counter()
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -60,6 +72,11 @@ class Site:
         with self._lock:
             return Counter(self.hits)
 
+    def served(self, status: int = 200) -> Counter[str]:
+        """How many times each path was answered with ``status``."""
+        with self._lock:
+            return Counter({path: n for (path, code), n in self.answers.items() if code == status})
+
     def start(self) -> Site:
         site = self
 
@@ -68,13 +85,20 @@ class Site:
 
             def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
                 path = self.path.split("?", 1)[0]
-                with site._lock:
-                    site.hits[path] += 1
                 page = None
                 if path.startswith("/p/") and path[3:].isdigit():
                     page = int(path[3:])
-                if page is None or page >= site.pages:
-                    self.send_response(404)
+                with site._lock:
+                    site.hits[path] += 1
+                    if page is None or page >= site.pages:
+                        status = 404
+                    elif page in site.fail_once and site.hits[path] == 1:
+                        status = 500
+                    else:
+                        status = 200
+                    site.answers[(path, status)] += 1
+                if status != 200:
+                    self.send_response(status)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return

@@ -1,7 +1,8 @@
 """One filter over a real Redis Cluster (three primaries, a replica each, harness/redis_cluster.py):
 a million items through twelve shards, a primary killed under a stream of acknowledged and
 replicated adds, the asyncio client, and a Scrapy crawl whose dupefilter lives on the cluster
-while scrapy-redis's queue stays on its own server."""
+while scrapy-redis's queue stays on its own server; a cuckoo filter sharded over it, its deletes
+reaching each item's shard."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from redis_bf import BloomFilter, NotReplicatedError
-from redis_bf._core import info_dict, shard_capacity
+from redis_bf import BloomFilter, CuckooFilter, NotReplicatedError
+from redis_bf._core import cuckoo_info, info_dict, shard_capacity
 from redis_bf.asyncio import BloomFilter as AsyncBloomFilter
+from redis_bf.asyncio import CuckooFilter as AsyncCuckooFilter
 
 from conftest import SERVERS, directory_name, run_crawl, server_binary
 from redis_cluster import RedisCluster
@@ -397,3 +399,80 @@ def test_info_and_create_while_shards_are_missing(cluster: RedisCluster) -> None
     assert (added, created, filters, again) == (True, True, 12, False)
     assert partial == {**expected, "Size": partial["Size"]}
     assert partial["Size"] == shard["Size"]  # shards of the same capacity and error rate
+
+
+def test_a_cuckoo_filter_sharded_over_the_cluster_deletes_on_each_items_shard(
+    cluster: RedisCluster,
+) -> None:
+    """Twelve shards over three primaries: an item's delete goes to the shard its add went to
+    (chosen by its bytes), asked of each primary directly; the asyncio client and
+    ``wait_for_replicas`` alike; a delete that deletes nothing still waits on its own node."""
+    client = cluster.client(protocol=3)
+    try:
+        cf = CuckooFilter(client, "cf", 100_000, 0.001, shards=12)
+        items = [f"https://example.com/page/{i}" for i in range(50_000)]
+        answers = cf.add_many(items, unique=True)
+        assert answers.count(True) >= 49_950  # False only for a false positive (0.1%)
+        added = [item for item, new in zip(items, answers, strict=True) if new]
+        gone, kept = added[::2], added[1::2]
+        assert cf.delete_many(gone) == [True] * len(gone)
+        assert cf.contains_many(kept) == [True] * len(kept)
+        assert sum(cf.contains_many(gone)) <= 50  # false positives only (0.1% of 25,000 is 25)
+        assert cf.count() == len(kept)
+        expected = Counter(cf._core.key_of(item) for item in gone)
+        deleted = {}
+        for key in cf.keys:
+            with cluster.master_of_slot(key_slot(key.encode())).client() as direct:
+                deleted[key] = cuckoo_info(direct.execute_command("CF.INFO", key))[
+                    "Number of items deleted"
+                ]
+        assert deleted == dict(expected)
+        assert shards_per_master(cluster, cf.keys) == [4, 4, 4]
+        assert cf.info()["Number of items deleted"] == len(gone)
+        # One key, through the cluster client: on the primary of its slot.
+        single = CuckooFilter(client, "single", 1000)
+        assert single.add_many(["a", "b"]) == [True, True] and single.delete("a") is True
+        with cluster.master_of_slot(key_slot(b"single")).client() as direct:
+            assert direct.execute_command("CF.MEXISTS", "single", "a", "b") == [0, 1]
+
+        # A delete that deletes nothing waits for what its node wrote before it.
+        owner = cluster.master_of_slot(key_slot(cf._core.key_of(kept[0]).encode()))
+        (replica,) = cluster.replicas_of(owner)
+        waiting = CuckooFilter(
+            client, "cf", 100_000, 0.001, shards=12, wait_for_replicas=1, wait_timeout=0.2
+        )
+        eventually(lambda: waiting.add_unique(kept[0]))
+        with stopped(replica):
+            assert cf.delete(kept[0]) is True  # another client's write, held back
+            with pytest.raises(NotReplicatedError) as raised:
+                waiting.delete(kept[0])
+            assert raised.value.results == [False]
+            assert raised.value.address == f"127.0.0.1:{owner.port}"
+    finally:
+        client.close()
+
+    async def run() -> list[Any]:
+        async_client = cluster.async_client()
+        try:
+            acf = AsyncCuckooFilter(
+                async_client, "cf", 100_000, 0.001, shards=12, wait_for_replicas=1, wait_timeout=5
+            )
+            return [
+                await acf.contains_many(kept[1:4]),
+                await acf.delete_many(kept[1:4]),
+                await acf.contains_many(kept[1:4]),
+                await acf.add_many(kept[1:4], unique=True),
+                await acf.count(),
+                await acf.drop(),
+            ]
+        finally:
+            await async_client.aclose()
+
+    assert asyncio.run(run()) == [
+        [True] * 3,
+        [True] * 3,
+        [False] * 3,
+        [True] * 3,
+        len(kept) - 1,
+        13,
+    ]

@@ -9,8 +9,14 @@ import pytest
 from redis.crc import key_slot
 from redis.exceptions import ResponseError
 
-from redis_bf import BloomFilterError, FilterOptions, NotReplicatedError
-from redis_bf._core import Batch, Call, Core, Waited
+from redis_bf import (
+    BloomFilterError,
+    CuckooOptions,
+    FilterFullError,
+    FilterOptions,
+    NotReplicatedError,
+)
+from redis_bf._core import CF_DEL, CF_INSERTNX, Batch, Call, Core, CuckooCore, Waited
 
 
 def core(shards: int | None = None, batch_size: int = 2, pipeline_size: int = 2) -> Core:
@@ -165,3 +171,102 @@ def test_an_operation_asks_the_parameters_once() -> None:
     count = sharded.count()
     request = next(count)  # checked already: straight to the shards
     assert isinstance(request, Batch) and request.commands == [("BF.CARD", k) for k in sharded.keys]
+
+
+def cuckoo(options: CuckooOptions, shards: int | None = None, batch_size: int = 2) -> CuckooCore:
+    return CuckooCore(
+        None,
+        "k",
+        options,
+        shards=shards,
+        batch_size=batch_size,
+        pipeline_size=2,
+        wait_for_replicas=0,
+        wait_timeout=0.5,
+    )
+
+
+def test_a_cuckoo_insert_carries_the_creation_or_follows_a_reserve() -> None:
+    bounded = cuckoo(CuckooOptions(100, 0.01))
+    (round_trip,) = bounded.rounds(["a", "b", "c"], CF_INSERTNX)
+    assert [c.args for c in round_trip.commands] == [
+        ("CF.INSERTNX", "k", "CAPACITY", 100, "ERROR", 0.01, "ITEMS", "a", "b"),
+        ("CF.INSERTNX", "k", "CAPACITY", 100, "ERROR", 0.01, "ITEMS", "c"),
+    ]
+    # RedisBloom's kind: CF.INSERT cannot say BUCKETSIZE and the rest, so the key's reserve goes
+    # first (it answers "item exists" once the filter is there) and the inserts say NOCREATE.
+    plain = cuckoo(CuckooOptions(100, None, bucket_size=4), shards=2, batch_size=10)
+    items = [f"i{n}" for n in range(6)]
+    (round_trip,) = plain.rounds(items, True)
+    commands = round_trip.commands
+    assert [c.answers for c in commands] == [False, True, False, True]
+    for reserve, insert in (commands[:2], commands[2:]):
+        key = reserve.args[1]
+        assert reserve.args == ("CF.RESERVE", key, 70, "BUCKETSIZE", 4, "MAXITERATIONS", 20,
+                                "EXPANSION", 1)  # fmt: skip
+        assert insert.args[:4] == ("CF.INSERT", key, "NOCREATE", "ITEMS")
+        assert list(reserve.positions) == list(insert.positions)
+    # Each shard's items: its share plus four deviations (50 + 4 x 5 of 100 over two).
+    assert plain.creation.capacity == 70
+    exists = ResponseError("item exists")
+    replies: list[object] = [
+        exists,
+        [1] * len(commands[1].positions),
+        "OK",
+        [1] * len(commands[3].positions),
+    ]
+    assert plain.collect(round_trip, replies) == [True] * 6
+    # A reserve that fails for another reason (OOM, a size limit) fails its key's first item.
+    replies[2] = ResponseError("OOM command not allowed when used memory > 'maxmemory'")
+    replies[3] = ResponseError("not found")  # the NOCREATE insert that followed
+    first = commands[2].positions[0]
+    with pytest.raises(BloomFilterError, match="^OOM") as raised:
+        plain.collect(round_trip, replies)
+    assert raised.value.index == first
+
+
+def test_cuckoo_answers_are_read_strictly() -> None:
+    one = cuckoo(CuckooOptions(100), batch_size=4)
+    (insert,) = one.rounds(["a", "b", "c"], True)
+    assert one.collect(insert, [[1, 1, 1]]) == [True] * 3
+    assert one.collect(insert, [[True, True, True]]) == [True] * 3
+    for refused in (-1, False):  # RESP2, RESP3: no room for the item
+        with pytest.raises(FilterFullError, match="has no room for the item") as raised:
+            one.collect(insert, [[1, refused, 1]])
+        assert (raised.value.index, raised.value.results) == (1, [True])
+    with pytest.raises(BloomFilterError, match="unexpected reply 0"):
+        one.collect(insert, [[1, 0, 1]])  # CF.INSERT never answers "held"
+    (unique,) = one.rounds(["a", "b", "c"], CF_INSERTNX)
+    assert one.collect(unique, [[1, 0, 1]]) == [True, False, True]
+    with pytest.raises(FilterFullError) as raised:
+        one.collect(unique, [[1, 0, -1]])
+    assert (raised.value.index, raised.value.results) == (2, [True, False])
+    for full in ("Filter is full", "Maximum expansions reached"):
+        with pytest.raises(FilterFullError, match=full):
+            one.collect(unique, [ResponseError(full)])
+    # CF.DEL: one command an item; a missing key holds nothing, so nothing was deleted.
+    (deletes,) = one.rounds(["a", "b", "c"], CF_DEL)
+    assert [c.args for c in deletes.commands] == [
+        ("CF.DEL", "k", "a"),
+        ("CF.DEL", "k", "b"),
+        ("CF.DEL", "k", "c"),
+    ]
+    assert one.collect(deletes, [True, 0, ResponseError("Not found")]) == [True, False, False]
+    with pytest.raises(BloomFilterError, match="WRONGTYPE") as raised:
+        one.collect(deletes, [1, ResponseError("WRONGTYPE Operation"), 1])
+    assert (raised.value.index, raised.value.results) == (1, [True])
+
+
+def test_a_cuckoo_delete_asks_its_items_shard() -> None:
+    sharded = cuckoo(CuckooOptions(1000), shards=12)
+    bloom = core(shards=12)
+    for item in ("https://example.com/", b"\x00", 42, 1.5):
+        assert sharded.key_of(item) == bloom.key_of(item)  # the same shards as a Bloom filter's
+        operation = sharded.remove(item)
+        assert next(operation).args[:2] == ("SET", "k")  # the parameters, once
+        request = operation.send(None)
+        assert request.args == ("CF.DEL", sharded.key_of(item), item)
+        with pytest.raises(StopIteration) as done:
+            operation.send(ResponseError("Not found"))
+        assert done.value.value is False
+        sharded.checked = False

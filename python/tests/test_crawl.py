@@ -1,12 +1,17 @@
 """Real Scrapy crawls of a generated site (harness/website.py, a few hundred pages, 24 links a
 page) through scrapy-redis's scheduler with redis_bf.scrapy.RFPDupeFilter and no BLOOMFILTER_*
 settings: every page fetched exactly once, the stats, one command per request, a stopped crawl
-resumed, in RESP3 (redis-py 8's default) and RESP2."""
+resumed, in RESP3 (redis-py 8's default) and RESP2. With BLOOMFILTER_KIND = "cuckoo": the same,
+and pages that fail once are forgotten and fetched again (RetryForgetMiddleware, or a spider's
+errback calling redis_bf.scrapy.forget), where a Bloom filter loses them."""
 
 from __future__ import annotations
 
 import time
 from collections import Counter
+from typing import Any
+
+import pytest
 
 from conftest import PAGES, commandstats, info, run_crawl
 from website import Site
@@ -98,7 +103,8 @@ def test_a_full_filter_makes_errors_not_skipped_pages(site, server) -> None:  # 
     crawl = run_crawl(site, server, SCHEDULER_PERSIST=True)
     checks = 1 + crawl["harness/requests"]
     assert crawl["harness/pages"] == crawl["scheduler/enqueued/redis"] == 50
-    assert "redis_bf.BloomFilterError: non scaling filter is full" in crawl.log
+    # FilterFullError: the BloomFilterError of a filter with no room for the item.
+    assert "redis_bf.FilterFullError: non scaling filter is full" in crawl.log
     # Every check is accounted for: new (enqueued), seen (filtered), or an error.
     errors = crawl["log_count/ERROR"]
     assert errors > 0
@@ -138,3 +144,93 @@ def test_with_a_window_a_crawl_refetches_pages_only_after_it(server) -> None:  #
         later = run_crawl(site, server, SCHEDULER_PERSIST=True, BLOOMFILTER_WINDOW=window)
         assert later["harness/pages"] == 30
         assert site.fetched() == Counter({path: 2 for path in site.paths})
+
+
+def test_a_crawl_on_a_cuckoo_filter_fetches_every_page_once(site, server) -> None:  # type: ignore[no-untyped-def]
+    crawl = run_crawl(site, server, SCHEDULER_PERSIST=True, BLOOMFILTER_KIND="cuckoo")
+    checks = site.requests_per_crawl
+    assert site.fetched() == every_page_once(site)
+    assert crawl["finish_reason"] == "finished"
+    assert crawl["dupefilter/filtered"] == checks - PAGES
+    assert (
+        "Cuckoo filter dupefilter: created site:dupefilter (capacity 100000, error rate 1e-06"
+        in crawl.log
+    )
+    r = server.client()
+    calls = commandstats(r)
+    assert calls["cf.insertnx"] == checks  # one command per request
+    assert calls["cf.reserve"] == 1
+    assert not (DEDUP_COMMANDS | {"bf.insert", "cf.add", "cf.insert"}) & calls.keys()
+    held = r.execute_command("CF.INFO", "site:dupefilter")
+    assert held[held.index(b"Number of items inserted") + 1] == PAGES
+
+
+# Pages whose first request answers HTTP 500 (30 of the 240); never the start page.
+FAILING = [page for page in range(PAGES) if page % 8 == 5]
+# Scrapy's own retries off, as if they had been used up: what is left is the dupefilter's.
+FAILING_SETTINGS: dict[str, Any] = {
+    "SCHEDULER_PERSIST": True,
+    "RETRY_ENABLED": False,
+    "DOWNLOADER_MIDDLEWARES": {"redis_bf.scrapy.RetryForgetMiddleware": 540},
+}
+
+
+@pytest.mark.parametrize(
+    ("backing", "settings"),
+    [
+        ("bloom", {}),
+        ("cuckoo", {"BLOOMFILTER_KIND": "cuckoo", "REDIS_PARAMS": {"protocol": 2}}),
+        (
+            "cuckoo-errback",
+            {
+                "BLOOMFILTER_KIND": "cuckoo",
+                "HARNESS_ERRBACK_FORGET": True,
+                "DOWNLOADER_MIDDLEWARES": {},
+            },
+        ),
+    ],
+)
+def test_pages_that_fail_once_are_fetched_again_only_with_a_cuckoo_filter(
+    server: Any, backing: str, settings: dict[str, Any]
+) -> None:
+    """Thirty pages answer 500 the first time. With the cuckoo backing each is forgotten and
+    fetched again (by RetryForgetMiddleware, or by the spider's errback through
+    ``redis_bf.scrapy.forget``): every page answers 200 once and none is fetched after that;
+    with the Bloom backing the failed pages stay seen, and lost."""
+    with Site(PAGES, fail_once=FAILING) as site:
+        crawl = run_crawl(site, server, **{**FAILING_SETTINGS, **settings})
+        fetched, ok, failed = site.fetched(), site.served(200), site.served(500)
+    failing = {f"/p/{page}" for page in FAILING}
+    assert set(failed) == failing and set(failed.values()) == {1}  # each failed once
+    assert crawl["finish_reason"] == "finished"
+    if backing == "bloom":
+        assert set(ok) == set(site.paths) - failing  # the failed pages were never fetched again
+        assert set(ok.values()) == {1}
+        assert crawl["harness/pages"] == PAGES - len(FAILING)
+        assert (
+            "Disabled redis_bf.scrapy.RetryForgetMiddleware: the dupefilter keeps a Bloom filter, "
+            "which cannot forget requests: failed requests stay seen (set BLOOMFILTER_KIND = "
+            '"cuckoo")' in crawl.log
+        )
+    else:
+        assert ok == every_page_once(site)  # every page in the end, each once
+        # A failed page twice (its 500, then its 200), every other one once: none after its 200.
+        assert fetched == Counter({path: 2 if path in failing else 1 for path in site.paths})
+        assert crawl["harness/pages"] == PAGES
+        assert crawl["dupefilter/forgotten"] == len(FAILING)
+        if backing == "cuckoo":
+            assert crawl["forget_retry/count"] == len(FAILING)
+            assert crawl["forget_retry/max_reached"] is None
+        else:
+            assert (crawl["harness/failed"], crawl["harness/resent"]) == (30, 30)
+        # Each page's fingerprint is held once: the forgotten ones were added again.
+        r = server.client()
+        held = r.execute_command("CF.INFO", "site:dupefilter")
+        assert held[held.index(b"Number of items inserted") + 1] == PAGES
+        assert held[held.index(b"Number of items deleted") + 1] == len(FAILING)
+    print(
+        f"\n{backing}: {len(ok)} of {PAGES} pages fetched, {sum(failed.values())} answered 500 "
+        f"first, {crawl['forget_retry/count'] or crawl['harness/resent'] or 0} sent again, "
+        f"{sum(fetched.values()) - sum(ok.values()) - sum(failed.values())} other fetches, "
+        f"{sum(n - 1 for n in ok.values())} fetched twice after a 200"
+    )

@@ -1,6 +1,6 @@
 """redis_bf.scrapy.RFPDupeFilter in process, against a real server: key naming, fingerprints,
-creation and resumption, errors that must never read as "seen", logging and the stat.
-(Whole crawls are in test_crawl.py.)"""
+creation and resumption, errors that must never read as "seen", logging and the stat; the cuckoo
+kind, forgetting a request, and RetryForgetMiddleware. (Whole crawls are in test_crawl.py.)"""
 
 from __future__ import annotations
 
@@ -8,20 +8,25 @@ import logging
 import re
 import time
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import redis
 from redis.exceptions import ResponseError
 from scrapy import Request, Spider
+from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 from scrapy_redis.dupefilter import RFPDupeFilter as SetDupeFilter
 from scrapy_redis.scheduler import Scheduler
 
-from redis_bf import BloomFilterError, FilterMismatchError, KeyTypeError
-from redis_bf.scrapy import RFPDupeFilter
+from redis_bf import BloomFilterError, CuckooFilter, FilterMismatchError, KeyTypeError
+from redis_bf._core import cuckoo_info
+from redis_bf.scrapy import RetryForgetMiddleware, RFPDupeFilter, forget
 
-from conftest import info
+from conftest import commandstats, info
 
 URL = "http://shop.example/item?b=2&a=1"
 
@@ -326,3 +331,155 @@ def test_the_cluster_setting_makes_a_cluster_client(server: Any) -> None:
     settings = get_crawler(Spider, {"BLOOMFILTER_CLUSTER_URL": server.url}).settings
     with pytest.raises(redis.exceptions.RedisClusterException, match="Cluster mode"):
         RFPDupeFilter.filter_settings(settings)
+
+
+def test_the_cuckoo_kind_keeps_fingerprints_it_can_forget(
+    server: Any, protocol: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="redis_bf.scrapy")
+    df = RFPDupeFilter.from_spider(make_spider(server, protocol, BLOOMFILTER_KIND="cuckoo"))
+    r = server.client(protocol)
+    assert isinstance(df.filter, CuckooFilter) and df.can_forget
+    assert r.type("shop:dupefilter") == b"MBbloomCF"
+    r.execute_command("CF.RESERVE", "reference", 100_000, "ERROR", 1e-6)
+    assert r.execute_command("CF.DEBUG", "shop:dupefilter") == r.execute_command(
+        "CF.DEBUG", "reference"
+    )
+    size = cuckoo_info(r.execute_command("CF.INFO", "shop:dupefilter"))["Size"]
+    assert (
+        f"Cuckoo filter dupefilter: created shop:dupefilter (capacity 100000, error rate 1e-06, "
+        f"{size} bytes)" in caplog.messages
+    )
+    page = Request(URL)
+    assert df.request_seen(page) is False
+    assert df.request_seen(page) is True
+    assert df.request_seen(Request(URL + "#reviews")) is True  # the same fingerprint
+    assert df.forget(page) is True
+    assert df.forget(page) is False  # not held any more: nothing changes
+    assert df.request_seen(page) is False  # new again: scheduled again
+    assert df.request_seen(page) is True
+    fingerprint = SetDupeFilter(None, "unused").request_fingerprint(page)
+    assert r.execute_command("CF.COUNT", "shop:dupefilter", fingerprint) == 1  # one copy
+    calls = commandstats(r)
+    assert calls["cf.insertnx"] == 5  # one command per request
+    assert (calls["cf.del"], calls["cf.reserve"]) == (2, 2)  # the reference's and the filter's
+
+    caplog.clear()
+    RFPDupeFilter.from_spider(make_spider(server, protocol, BLOOMFILTER_KIND="cuckoo"))
+    size = cuckoo_info(r.execute_command("CF.INFO", "shop:dupefilter"))["Size"]
+    assert caplog.messages == [
+        f"Cuckoo filter dupefilter: resuming with shop:dupefilter (1 requests seen, {size} bytes)"
+    ]
+    df.clear()
+    assert r.exists("shop:dupefilter") == 0
+
+
+def test_the_kind_setting(server: Any) -> None:
+    for value, kind in ((None, "bloom"), ("", "bloom"), ("Bloom", "bloom"), (" CUCKOO ", "cuckoo")):
+        df = RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_KIND=value))
+        assert df.kind == kind
+        df.clear()
+    with pytest.raises(ValueError, match='BLOOMFILTER_KIND must be "bloom" or "cuckoo", not'):
+        RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_KIND="quotient"))
+    with pytest.raises(ValueError, match="BLOOMFILTER_WINDOW goes with a Bloom filter"):
+        RFPDupeFilter.from_spider(
+            make_spider(server, BLOOMFILTER_KIND="cuckoo", BLOOMFILTER_WINDOW=60)
+        )
+    assert server.client().keys("*") == []
+    # A filter of the other kind at the key stops the spider, saying how to resume with it.
+    bloom = RFPDupeFilter.from_spider(make_spider(server))
+    assert not bloom.can_forget
+    with pytest.raises(NotImplementedError, match="a Bloom filter, which cannot forget"):
+        bloom.forget(Request(URL))
+    with pytest.raises(KeyTypeError) as raised:
+        RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_KIND="cuckoo"))
+    assert str(raised.value) == (
+        "'shop:dupefilter' holds a Bloom filter, not a cuckoo filter: set BLOOMFILTER_KIND = "
+        '"bloom" to resume with it (a filter cannot be turned into the other kind: neither can '
+        "list what it holds), or use another SCHEDULER_DUPEFILTER_KEY, or delete it to start the "
+        "crawl afresh"
+    )
+    bloom.clear()
+    RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_KIND="cuckoo"))
+    with pytest.raises(KeyTypeError, match="holds a cuckoo filter, not a Bloom filter: set "):
+        RFPDupeFilter.from_spider(make_spider(server))
+    server.client().delete("shop:dupefilter")
+    server.client().sadd("shop:dupefilter", "0" * 40)
+    with pytest.raises(KeyTypeError, match="--kind cuckoo shop:dupefilter`"):
+        RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_KIND="cuckoo"))
+
+
+def running(spider: Spider, df: Any, slot: bool = False) -> Crawler:
+    """The spider's crawler with an engine whose scheduler holds ``df`` (Scrapy 2.19's
+    ``engine.scheduler``, or an older Scrapy's ``engine.slot.scheduler``)."""
+    scheduler = SimpleNamespace(df=df)
+    crawler = spider.crawler
+    crawler.engine = (  # type: ignore[assignment]
+        SimpleNamespace(scheduler=None, slot=SimpleNamespace(scheduler=scheduler))
+        if slot
+        else SimpleNamespace(scheduler=scheduler)
+    )
+    return crawler
+
+
+def test_forget_finds_the_running_crawls_dupefilter(server: Any) -> None:
+    spider = make_spider(server, BLOOMFILTER_KIND="cuckoo")
+    with pytest.raises(RuntimeError, match="no scheduler with a dupefilter yet"):
+        forget(spider, Request(URL))
+    df = RFPDupeFilter.from_spider(spider)
+    for slot in (False, True):
+        running(spider, df, slot)
+        assert df.request_seen(Request(URL)) is False
+        assert forget(spider, Request(URL)) is True
+        assert forget(spider.crawler, Request(URL)) is False
+    assert spider.crawler.stats.get_value("dupefilter/forgotten") == 2
+    running(spider, SetDupeFilter(server.client(), "set"))
+    with pytest.raises(TypeError, match="scrapy_redis.dupefilter.RFPDupeFilter, which cannot"):
+        forget(spider, Request(URL))
+
+
+def test_the_retry_forget_middleware(server: Any) -> None:
+    for settings, reason in (
+        ({"DUPEFILTER_CLASS": RFPDupeFilter},
+         "the dupefilter keeps a Bloom filter, which cannot forget requests"),
+        ({"BLOOMFILTER_KIND": "cuckoo", "DUPEFILTER_CLASS": "scrapy.dupefilters.RFPDupeFilter"},
+         "the dupefilter is scrapy.dupefilters.RFPDupeFilter, not redis_bf.scrapy.RFPDupeFilter"),
+    ):  # fmt: skip
+        spider = make_spider(server, **settings)
+        with pytest.raises(NotConfigured, match=reason):
+            RetryForgetMiddleware.from_crawler(spider.crawler)
+
+    spider = make_spider(
+        server,
+        BLOOMFILTER_KIND="cuckoo",
+        DUPEFILTER_CLASS="redis_bf.scrapy.RFPDupeFilter",
+        FORGET_RETRY_TIMES=2,
+    )
+    df = RFPDupeFilter.from_spider(spider)
+    middleware = RetryForgetMiddleware.from_crawler(running(spider, df))
+    request = Request(URL, priority=5)
+    assert df.request_seen(request) is False
+    ok = Response(URL, status=200, request=request)
+    assert middleware.process_response(request, ok) is ok
+    assert df.request_seen(request) is True  # a success is not forgotten
+    tries = []
+    failed = request
+    for _ in range(3):  # two tries, then the failure goes on
+        out = middleware.process_response(failed, Response(URL, status=503, request=failed))
+        assert df.request_seen(request) is False  # forgotten: new again (and recorded again)
+        tries.append(out)
+        if isinstance(out, Request):
+            failed = out
+    first, second, last = tries
+    assert isinstance(first, Request) and isinstance(second, Request)
+    assert (first.dont_filter, first.meta["forget_retry_times"], first.priority) == (False, 1, 4)
+    assert (second.meta["forget_retry_times"], second.priority) == (2, 3)
+    assert isinstance(last, Response) and last.status == 503
+    assert middleware.process_response(request, Response(URL, status=404)).status == 404
+    out = middleware.process_exception(request, TimeoutError())
+    assert isinstance(out, Request) and out.meta["forget_retry_times"] == 1
+    assert middleware.process_exception(request, IgnoreRequest()) is None
+    stats = spider.crawler.stats
+    assert stats.get_value("forget_retry/count") == 3
+    assert stats.get_value("forget_retry/max_reached") == 1
+    assert stats.get_value("dupefilter/forgotten") == 4

@@ -1,6 +1,8 @@
 """python -m redis_bf.migrate: a scrapy-redis fingerprint set becomes a filter under the same key
 (SSCAN + BF.INSERT, swapped in by one script), with its progress output; spiders still adding are
-caught; a bit string is refused with advice; a crawl stopped on the set resumes on the filter."""
+caught; a bit string is refused with advice; a crawl stopped on the set resumes on the filter. With
+--kind cuckoo, a cuckoo filter (CF.INSERTNX: each fingerprint held once), and a crawl resumes on
+it with BLOOMFILTER_KIND = "cuckoo"."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from scrapy import Request
 from scrapy_redis.dupefilter import RFPDupeFilter as SetDupeFilter
 
 from redis_bf import FilterOptions
+from redis_bf._core import cuckoo_info
 from redis_bf.migrate import MigrationError, migrate_set, sibling_key
 from redis_bf.scrapy import RFPDupeFilter
 
@@ -335,6 +338,23 @@ def test_the_docs_quote_the_figures_migrate_prints(server: Any) -> None:
     ):
         assert wanted in printed, printed
         assert wanted in readme, wanted
+    # And with --kind cuckoo (python/README.md quotes its lines too).
+    server.client().delete(KEY)
+    fill_set(server.client(), 4997, start=10_000)
+    server.client().rename(KEY, "cuckoo:dupefilter")
+    done = migrate_command(server, "--kind", "cuckoo", "cuckoo:dupefilter")
+    assert done.returncode == 0, done.stderr
+    printed_cuckoo = done.stdout.replace("cuckoo:dupefilter", "site:dupefilter")
+    for wanted in (
+        "building a cuckoo filter at {site:dupefilter}:redis-bf-migrating (capacity 100,000, "
+        "error rate 1e-06)",
+        "swapped: site:dupefilter is now a cuckoo filter (4,997 items, 458,864 bytes); the set "
+        "was freed (UNLINK)",
+        'next: set DUPEFILTER_CLASS = "redis_bf.scrapy.RFPDupeFilter" and BLOOMFILTER_KIND = '
+        '"cuckoo", and start the spiders again',
+    ):
+        assert wanted in printed_cuckoo, printed_cuckoo
+        assert wanted in readme, wanted
     set_line = r"a scrapy-redis set of 4,997 fingerprints \(about ([\d,]+) bytes\)"
     measured = re.search(set_line, printed)
     quoted = re.search(set_line, readme)
@@ -343,3 +363,120 @@ def test_the_docs_quote_the_figures_migrate_prints(server: Any) -> None:
     set_bytes = int(measured.group(1).replace(",", ""))
     for figure in (int(quoted.group(1).replace(",", "")), int(per_url.group(1)) * 4997):
         assert abs(figure - set_bytes) <= set_bytes / 10, (figure, set_bytes)
+
+
+def cuckoo_held(client: redis.Redis, items: list[str]) -> list[int]:
+    """CF.COUNT of each item: the copies of its fingerprint the filter holds."""
+    pipe = client.pipeline(transaction=False)
+    for item in items:
+        pipe.execute_command("CF.COUNT", KEY, item)
+    return [int(copies) for copies in pipe.execute()]
+
+
+def test_a_set_becomes_a_cuckoo_filter_with_kind_cuckoo(server: Any) -> None:
+    r = server.client()
+    fingerprints = fill_set(r, 5000)
+    done = migrate_command(server, "--kind", "cuckoo", "--progress-interval", "0", KEY)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1] == f"building a cuckoo filter at {TEMP} (capacity 100,000, error rate 1e-06)"
+    assert re.fullmatch(
+        r"copied 5,000 fingerprints in [\d.]+ s; the filter counted 5,000 of them new", lines[-3]
+    )
+    cuckoo = cuckoo_info(r.execute_command("CF.INFO", KEY))
+    assert lines[-2] == (
+        f"swapped: shop:dupefilter is now a cuckoo filter (5,000 items, {cuckoo['Size']:,} "
+        "bytes); the set was freed (UNLINK)"
+    )
+    assert lines[-1] == (
+        'next: set DUPEFILTER_CLASS = "redis_bf.scrapy.RFPDupeFilter" and BLOOMFILTER_KIND = '
+        '"cuckoo", and start the spiders again'
+    )
+    assert r.type(KEY) == b"MBbloomCF"
+    assert r.keys("*") == [KEY.encode()]
+    assert cuckoo_held(r, fingerprints) == [1] * 5000  # each once: forgetting it forgets it
+    assert cuckoo["Error rate"] == 1e-6
+    r.execute_command("CF.RESERVE", "reference", 100_000, "ERROR", 1e-6)
+    assert r.execute_command("CF.DEBUG", "reference").replace(b"items:0", b"items:5000") == (
+        r.execute_command("CF.DEBUG", KEY)
+    )
+    r.delete("reference")
+    again = migrate_command(server, "--kind", "cuckoo", KEY)
+    assert (again.returncode, again.stdout) == (
+        0,
+        f"{KEY} is already a cuckoo filter: nothing to do\n",
+    )
+    # Asked for the other kind: refused, with what to do.
+    bloom = migrate_command(server, KEY)
+    assert (bloom.returncode, bloom.stdout) == (1, "")
+    assert bloom.stderr == (
+        f"error: {KEY} is a cuckoo filter, not a Bloom filter: a filter cannot become the other "
+        "kind (neither can list what it holds); resume the crawl with it (BLOOMFILTER_KIND = "
+        '"cuckoo"), or start a Bloom filter on a key of its own, loaded first with --urls FILE '
+        "if you know the URLs fetched so far\n"
+    )
+    r.delete(KEY)
+    r.execute_command("BF.ADD", KEY, "x")
+    cuckoo_on_bloom = migrate_command(server, "--kind", "cuckoo", KEY)
+    assert cuckoo_on_bloom.returncode == 1
+    assert cuckoo_on_bloom.stderr.startswith(
+        f"error: {KEY} is a Bloom filter, not a cuckoo filter: a filter cannot become the other "
+    )
+
+
+def test_a_second_pass_into_a_cuckoo_filter_adds_each_fingerprint_once(server: Any) -> None:
+    r = server.client()
+    fingerprints = fill_set(r, 2000)
+    added: list[str] = []
+
+    def spider_adds_during_the_first_copy(line: str) -> None:
+        if "fingerprints copied" in line and not added:
+            added.extend(fill_set(r, 10, start=100_000))
+
+    result = migrate_set(
+        r,
+        KEY,
+        FilterOptions(1000, 0.001),
+        batch_size=500,
+        report=spider_adds_during_the_first_copy,
+        progress_interval=0,
+        kind="cuckoo",
+    )
+    assert result is not None
+    assert (result.fingerprints, result.passes) == (2010, 2)
+    assert result.sent >= 4010  # every member twice, and SSCAN may return one more than once
+    assert result.new == result.info["Number of items inserted"] >= 2000  # held: not added twice
+    assert cuckoo_held(r, fingerprints + added) == [1] * 2010
+    with pytest.raises(MigrationError, match="a cuckoo filter has no window"):
+        migrate_set(r, "other", FilterOptions(1000, 0.001, 60), kind="cuckoo")
+
+
+def test_load_urls_into_a_cuckoo_filter(server: Any, tmp_path: Path) -> None:
+    urls = [f"http://shop.example/item/{n}" for n in range(100)]
+    listing = tmp_path / "fetched.txt"
+    listing.write_text("\n".join(urls + urls[:10]) + "\n")
+    done = migrate_command(server, "--kind", "cuckoo", "--urls", str(listing), "shop:new")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "shop:new: 110 URLs loaded, 100 of them new to the filter\n"
+    r = server.client()
+    assert r.type("shop:new") == b"MBbloomCF"
+    for url in urls[:3]:
+        assert r.execute_command("CF.COUNT", "shop:new", fingerprint(url)) == 1
+
+
+def test_a_crawl_stopped_on_a_set_resumes_on_a_cuckoo_filter(site: Any, server: Any) -> None:
+    r = server.client()
+    first = run_crawl(
+        site,
+        server,
+        DUPEFILTER_CLASS="scrapy_redis.dupefilter.RFPDupeFilter",
+        SCHEDULER_PERSIST=True,
+        CLOSESPIDER_PAGECOUNT=PAGES // 2,
+    )
+    fingerprints = r.scard("site:dupefilter")
+    done = migrate_command(server, "--kind", "cuckoo", "site:dupefilter")
+    assert done.returncode == 0, done.stderr
+    second = run_crawl(site, server, SCHEDULER_PERSIST=True, BLOOMFILTER_KIND="cuckoo")
+    assert f"resuming with site:dupefilter ({fingerprints} requests seen" in second.log
+    assert site.fetched() == Counter({path: 1 for path in site.paths})
+    assert first["harness/pages"] + second["harness/pages"] == PAGES

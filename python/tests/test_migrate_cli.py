@@ -68,6 +68,15 @@ UNUSABLE = [
         "argument --window: 315576001: must be from 1 to 315576000 seconds (ten years), or 0 "
         "for none",
     ),
+    (["--kind", "quotient", "k"], "argument --kind: 'quotient': must be bloom or cuckoo"),
+    (
+        ["--kind", "cuckoo", "--window", "60", "k"],
+        "--window goes with --kind bloom: a cuckoo filter has no window",
+    ),
+    (
+        ["--kind", "cuckoo", "--error-rate", "1e-13", "k"],
+        "argument --error-rate: 1e-13: a cuckoo filter's must be at least 1e-12",
+    ),
     (["--batch", "0", "k"], "argument --batch: 0: must be at least 1"),
     (["--batch=-1", "k"], "argument --batch: -1: must be at least 1"),
     (["--batch", "many", "k"], "argument --batch: 'many': must be a whole number"),

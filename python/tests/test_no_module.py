@@ -1,6 +1,7 @@
 """Against a plain redis-server without the module (a packaged one on the default port, say),
 every tool of the package says so in one line, names the server, and says how to get one with the
-module: the BloomFilter class, the dupefilter, migrate. Nothing is written to the server."""
+module: the BloomFilter and CuckooFilter classes, the dupefilter, migrate. Nothing is written to the
+server."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
 
-from redis_bf import BloomFilter, ModuleMissingError  # noqa: E402
+from redis_bf import BloomFilter, CuckooFilter, ModuleMissingError  # noqa: E402
 from redis_bf.scrapy import RFPDupeFilter  # noqa: E402
 
 from redis_server import RedisServer  # noqa: E402
@@ -66,6 +67,38 @@ def test_every_call_of_a_filter_names_the_server_and_the_way_out(
         with pytest.raises(ModuleMissingError) as raised:
             call(["a", "b"])
         assert str(raised.value).startswith(message(plain, command)), str(raised.value)
+    assert r.dbsize() == 0
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_every_call_of_a_cuckoo_filter_says_it_too(plain: RedisServer, protocol: int) -> None:
+    r = plain.client(protocol)
+    cf = CuckooFilter(r, "seen", 1000)
+    plain_kind = CuckooFilter(r, "plain", 1000, None)  # a reserve before its inserts
+    calls = {
+        "CF.INSERT": lambda: cf.add("a"),
+        "CF.INSERTNX": lambda: cf.add_unique("a"),
+        "CF.EXISTS": lambda: "a" in cf,
+        "CF.DEL": lambda: cf.delete("a"),
+        "CF.COUNT": lambda: cf.count("a"),
+        "CF.INFO": cf.info,
+        "CF.RESERVE": cf.create,
+    }
+    batches = {
+        "CF.INSERT": lambda: cf.add_many(["a", "b"]),
+        "CF.MEXISTS": lambda: cf.contains_many(["a", "b"]),
+        "CF.DEL": lambda: cf.delete_many(["a", "b"]),
+        "CF.RESERVE": lambda: plain_kind.add("a"),
+    }
+    for command, call in [*calls.items(), *batches.items()]:
+        with pytest.raises(ModuleMissingError) as raised:
+            call()
+        text = str(raised.value)
+        assert text.startswith(
+            f"the Redis server at 127.0.0.1:{plain.port} has no cuckoo filter commands loaded "
+            f"(it answered: unknown command '{command}', with args beginning with: "
+        ), text
+        assert text.endswith(HOW), text
     assert r.dbsize() == 0
 
 

@@ -53,7 +53,7 @@ def printed(code: str) -> list[str]:
 
 def test_the_cluster_examples_run_as_written(cluster: RedisCluster) -> None:
     blocks = examples("cluster")
-    assert len(blocks) == 2
+    assert len(blocks) == 3  # BloomFilter, its asyncio twin, CuckooFilter
     for code in blocks:
         done = subprocess.run(
             [sys.executable, "-c", code],
@@ -137,6 +137,33 @@ def test_the_dupefilter_logs_what_the_readme_quotes(
     open_spider()
     logged = [f"[{r.name}] {r.levelname}: {r.getMessage()}" for r in caplog.records]
     assert logged == quoted
+
+
+def test_the_cuckoo_dupefilter_logs_what_the_readme_quotes(
+    server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As above, with BLOOMFILTER_KIND = "cuckoo"; and a spider of the other kind on that key
+    stops with the error the README quotes."""
+    quoted = block_with(README.read_text(), "Cuckoo filter dupefilter: created").splitlines()
+    caplog.set_level(logging.INFO, logger="redis_bf.scrapy")
+
+    def open_spider(**settings: object) -> RFPDupeFilter:
+        crawler = get_crawler(Spider, {"REDIS_URL": server.url, **settings})
+        return RFPDupeFilter.from_spider(Spider.from_crawler(crawler, name="site"))
+
+    dupefilter = open_spider(BLOOMFILTER_KIND="cuckoo")
+    for page in range(4997):
+        assert dupefilter.request_seen(Request(f"http://site.example/page/{page}")) is False
+    open_spider(BLOOMFILTER_KIND="cuckoo")
+    logged = [f"[{r.name}] {r.levelname}: {r.getMessage()}" for r in caplog.records]
+    assert logged == quoted
+    dupefilter.clear()
+    open_spider()  # a Bloom filter at the key, then a cuckoo dupefilter on it
+    with pytest.raises(KeyTypeError) as raised:
+        open_spider(BLOOMFILTER_KIND="cuckoo")
+    error = raised.value
+    shown = f"{type(error).__module__}.{type(error).__name__}: {error}"
+    assert block_with(README.read_text(), "holds a Bloom filter, not a cuckoo") == shown + "\n"
 
 
 def test_a_set_at_the_key_raises_what_the_readme_quotes(server: RedisServer) -> None:

@@ -1,7 +1,7 @@
 """``wait_for_replicas`` on one primary with one replica, on Debian's Redis and on each newer
 server of the repository's matrix (Redis 8.2, Valkey 8.0 and 9.1, where `make test` unpacked
 them): an answer is confirmed only once the replica has every write up to it, other clients'
-writes included.
+writes included; for a Bloom filter and for a cuckoo filter (its deletes too).
 
 Redis 7.2 and newer (and Valkey) make ``WAIT`` wait for the offset of the connection's own last
 propagated write, and a ``BF.INSERT`` of an item the filter holds propagates nothing: without a
@@ -24,7 +24,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from redis_bf import BloomFilter, NotReplicatedError
+from redis_bf import BloomFilter, CuckooFilter, NotReplicatedError
 from redis_bf.asyncio import BloomFilter as AsyncBloomFilter
 
 from conftest import SERVERS, directory_name, server_binary
@@ -192,3 +192,64 @@ def test_the_asyncio_class_waits_for_the_write_that_put_the_item_there(pair: Pai
         [False, False, True],
     ]
     assert held_by_replica(pair, "seen", ["x", "y", "z"]) == [True] * 3
+
+
+def held_by_replica_cf(pair: Pair, key: str, items: list[str]) -> list[bool]:
+    """CF.MEXISTS asked of the replica itself, for a one-key cuckoo filter."""
+    with pair.replica.client() as replica:
+        return [bool(a) for a in replica.execute_command("CF.MEXISTS", key, *items)]
+
+
+@pytest.mark.parametrize("shards", [None, 4], ids=["one-key", "sharded"])
+def test_a_cuckoo_filters_adds_and_deletes_wait_for_every_write_before_them(
+    pair: Pair, shards: int | None
+) -> None:
+    """As for the Bloom filter: an ``add_unique`` that finds the item, and a ``delete`` that
+    deletes nothing (neither propagates anything), confirm only once the replica has the writes
+    before them, other clients' included."""
+    port = pair.primary.port
+    other = CuckooFilter(pair.primary.client(), "seen", 1000, shards=shards)
+    mine = CuckooFilter(
+        pair.primary.client(protocol=3),
+        "seen",
+        1000,
+        shards=shards,
+        wait_for_replicas=1,
+        wait_timeout=0.2,
+    )
+    assert eventually(lambda: mine.add_unique("before")) in (True, False)
+    with pair.replica_stopped():
+        assert other.add_unique("x") is True  # another client's write, held back
+        for call, results in (
+            (lambda: mine.add_unique("x"), [False]),
+            (lambda: mine.add_many(["x", "y"], unique=True), [False, True]),
+            (lambda: mine.delete("never-added"), [False]),
+            (lambda: mine.delete_many(["never-added"]), [False]),
+            (mine.create, []),
+        ):
+            with pytest.raises(NotReplicatedError) as raised:
+                call()
+            assert raised.value.results == results
+            assert str(raised.value) == unconfirmed(port, len(results))
+    patient = CuckooFilter(
+        pair.primary.client(), "seen", 1000, shards=shards, wait_for_replicas=1, wait_timeout=10
+    )
+    assert patient.add_unique("x") is False  # confirmed now
+    assert patient.delete("y") is True
+    assert patient.add_many(["x", "z"], unique=True) == [False, True]
+    if shards is None:
+        assert held_by_replica_cf(pair, "seen", ["before", "x", "y", "z"]) == [
+            True,
+            True,
+            False,
+            True,
+        ]
+    # RedisBloom's kind: its reserve, its NOCREATE insert and the marker, then the WAIT.
+    plain = CuckooFilter(
+        pair.primary.client(), "plain", 1000, None, wait_for_replicas=1, wait_timeout=10
+    )
+    assert plain.add("a") is True and plain.delete("a") is True and plain.add("b") is True
+    assert held_by_replica_cf(pair, "plain", ["a", "b"]) == [False, True]
+    keys = {b"seen", b"plain"} | ({*(key.encode() for key in mine.keys)} if shards else set())
+    with pair.primary.client() as client:
+        assert set(client.keys("*")) == keys  # no marker key left behind

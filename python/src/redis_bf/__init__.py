@@ -2,20 +2,25 @@
 
 - ``redis_bf.BloomFilter``: a filter at a key (or spread over ``shards`` keys of a cluster), one
   command per item or per batch; ``redis_bf.asyncio.BloomFilter``: the same for asyncio.
+- ``redis_bf.CuckooFilter`` (and ``redis_bf.asyncio.CuckooFilter``): a cuckoo filter, which can
+  also forget an item (``delete``).
 - ``redis_bf.scrapy.RFPDupeFilter``: a scrapy-redis dupefilter over it (needs Scrapy and
   scrapy-redis, not imported here).
 - ``python -m redis_bf.migrate``: converts a scrapy-redis fingerprint set into a filter.
 """
 
+from ._core import CuckooOptions
 from .bloom import (
     BloomFilter,
     BloomFilterError,
+    FilterFullError,
     FilterMismatchError,
     FilterOptions,
     KeyTypeError,
     ModuleMissingError,
     NotReplicatedError,
 )
+from .cuckoo import CuckooFilter
 from .defaults import DEFAULT_CAPACITY, DEFAULT_ERROR_RATE
 
 __version__ = "0.1.0"
@@ -25,6 +30,9 @@ __all__ = [
     "DEFAULT_ERROR_RATE",
     "BloomFilter",
     "BloomFilterError",
+    "CuckooFilter",
+    "CuckooOptions",
+    "FilterFullError",
     "FilterMismatchError",
     "FilterOptions",
     "KeyTypeError",

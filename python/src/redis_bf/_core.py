@@ -1,6 +1,8 @@
-"""What ``redis_bf.BloomFilter`` and ``redis_bf.asyncio.BloomFilter`` share: the commands they send
-and how the replies become answers, without any I/O (each class only sends what this builds and
-hands back what came).
+"""What ``redis_bf.BloomFilter``, ``redis_bf.CuckooFilter`` and their asyncio twins share: the
+commands they send and how the replies become answers, without any I/O (each class only sends what
+this builds and hands back what came). ``Core`` is a Bloom filter's (``BF.*``), ``CuckooCore`` a
+cuckoo filter's (``CF.*``): the same batching, sharding, creation on a missing key, and
+``wait_for_replicas``, with the family's own commands and replies.
 
 A filter lives at one key, or, with ``shards=N``, at N keys (see ``Shards``): the items of a batch
 are then grouped by shard, each shard's items go ``batch_size`` to a command, and one pipeline
@@ -26,6 +28,9 @@ from redis.exceptions import ResponseError
 Item = bytes | str | int | float
 
 FILTER_TYPE = "MBbloom--"  # what TYPE answers for a redis-bf (or RedisBloom) filter
+CUCKOO_TYPE = "MBbloomCF"  # and for a cuckoo filter
+# What a filter's TYPE is called in messages.
+TYPE_NAMES = {FILTER_TYPE: "Bloom filter", CUCKOO_TYPE: "cuckoo filter"}
 MAX_WINDOW = 315_576_000  # the longest window the module takes: ten years, in seconds
 SLOTS = 16384  # Redis Cluster's hash slots
 MAX_SHARDS = 1024
@@ -55,6 +60,14 @@ class BloomFilterError(ResponseError):
         super().__init__(message)
         self.results = list(results)
         self.index = index
+
+
+class FilterFullError(BloomFilterError):
+    """The filter has no room for an item, which was not added: a full ``NONSCALING`` Bloom filter
+    (``non scaling filter is full``), or a cuckoo filter that cannot take it (full and unable to
+    grow: ``EXPANSION 0``, ``cf-max-expansions`` sub-filters, a size limit; or the item added so
+    many times that its buckets hold nothing but copies of it). ``results`` and ``index`` as for
+    ``BloomFilterError``."""
 
 
 class NotReplicatedError(BloomFilterError):
@@ -89,7 +102,8 @@ class FilterMismatchError(BloomFilterError):
 
 
 class ModuleMissingError(ResponseError):
-    """The server answered ``unknown command 'BF....'``: it has no Bloom filter module loaded.
+    """The server answered ``unknown command 'BF....'`` (or ``'CF....'``): it has no Bloom filter
+    module loaded (or one without cuckoo filters).
 
     Typically a packaged redis-server on the default port, next to the one ``make run`` started
     on another port. The message names the server the client talks to and how to get one with the
@@ -98,26 +112,34 @@ class ModuleMissingError(ResponseError):
 
     def __init__(self, client: Any, reply: str):
         self.address = server_address(client)
+        what = (
+            "cuckoo filter commands loaded"
+            if "'cf." in reply.lower()
+            else "Bloom filter module loaded"
+        )
         super().__init__(
-            f"the Redis server at {self.address} has no Bloom filter module loaded (it answered: "
+            f"the Redis server at {self.address} has no {what} (it answered: "
             f"{reply.strip()}): connect to the server that has it (`make run` prints its port), "
             "or start one with `redis-server --loadmodule /path/to/libredis_bf.so`"
         )
 
 
 class KeyTypeError(ResponseError):
-    """The key holds a value that is not a Bloom filter (``key_type`` is what TYPE answered)."""
+    """The key holds a value that is not the filter asked for (``key_type`` is what TYPE
+    answered; ``expected`` what the key should hold: "Bloom filter" or "cuckoo filter")."""
 
-    def __init__(self, key: str, key_type: str, hint: str = ""):
-        message = f"{key!r} holds a {key_type}, not a Bloom filter"
+    def __init__(self, key: str, key_type: str, hint: str = "", expected: str = "Bloom filter"):
+        message = f"{key!r} holds a {TYPE_NAMES.get(key_type, key_type)}, not a {expected}"
         super().__init__(f"{message}: {hint}" if hint else message)
         self.key = key
         self.key_type = key_type
+        self.expected = expected
 
 
 # Raised to users, who import them from ``redis_bf``: tracebacks name them so.
 for _error in (
     BloomFilterError,
+    FilterFullError,
     NotReplicatedError,
     FilterMismatchError,
     ModuleMissingError,
@@ -160,19 +182,48 @@ def server_url(client: Any) -> str:
 
 
 def is_module_missing(error: BaseException) -> bool:
-    """True for the server's answer to a ``BF.*`` command it does not know."""
-    message = str(error)
-    return "unknown command" in message and "'bf." in message.lower()
+    """True for the server's answer to a ``BF.*`` or ``CF.*`` command it does not know."""
+    message = str(error).lower()
+    return "unknown command" in message and ("'bf." in message or "'cf." in message)
 
 
 def is_not_found(reply: Any) -> bool:
-    """True for ``BF.INFO``'s answer on a missing key (redis-bf's and RedisBloom's)."""
-    return isinstance(reply, ResponseError) and str(reply).removeprefix("ERR ") == "not found"
+    """True for ``BF.INFO``'s and ``CF.INFO``'s answer on a missing key, and ``CF.DEL``'s
+    (redis-bf's and RedisBloom's: "not found", "Not found")."""
+    return (
+        isinstance(reply, ResponseError) and str(reply).removeprefix("ERR ").lower() == "not found"
+    )
+
+
+# What the module answers when a filter has no room for an item (a NONSCALING Bloom filter; a
+# cuckoo filter that cannot grow, or an item with nothing but copies of it in its buckets).
+FULL_REPLIES = (
+    "non scaling filter is full",
+    "filter is full",
+    "maximum expansions reached",
+    "item added too many times",
+)
+
+
+def is_full(message: str) -> bool:
+    """True for an error that says the filter has no room for an item (``FULL_REPLIES``)."""
+    text = message.lower()
+    return any(reply in text for reply in FULL_REPLIES)
+
+
+def error_class(message: str) -> type[BloomFilterError]:
+    """``FilterFullError`` for a filter that has no room, ``BloomFilterError`` otherwise."""
+    return FilterFullError if is_full(message) else BloomFilterError
 
 
 def explained(client: Any, error: ResponseError) -> ResponseError:
-    """``error``, or a ``ModuleMissingError`` if it says the server has no ``BF.*`` commands."""
-    return ModuleMissingError(client, str(error)) if is_module_missing(error) else error
+    """``error``, or a ``ModuleMissingError`` if it says the server has no ``BF.*``/``CF.*``
+    commands, or a ``FilterFullError`` if it says the filter has no room."""
+    if is_module_missing(error):
+        return ModuleMissingError(client, str(error))
+    if is_full(str(error)) and not isinstance(error, BloomFilterError):
+        return FilterFullError(str(error))
+    return error
 
 
 def window_seconds(value: Any, name: str = "window") -> int | None:
@@ -245,9 +296,181 @@ class FilterOptions:
         """``BF.RESERVE key <these>``."""
         return [float(self.error_rate), self.capacity, *self.window_args()]
 
-    def insert_args(self) -> list[Any]:
+    def insert_args(self) -> list[Any] | None:
         """``BF.INSERT key <these> ITEMS ...``: applied only when the call creates the filter."""
         return ["CAPACITY", self.capacity, "ERROR", float(self.error_rate), *self.window_args()]
+
+    def resized(self, capacity: int) -> FilterOptions:
+        """The same filter for another capacity (a shard's)."""
+        return FilterOptions(capacity, self.error_rate, self.window)
+
+    def identity(self) -> dict[str, Any]:
+        """What every process of a sharded filter must give alike (kept at its key)."""
+        return {"error_rate": float(self.error_rate), "window": self.window}
+
+    def describe(self) -> str:
+        """The parameters, for a ``repr``."""
+        window = "" if self.window is None else f", window={self.window}"
+        return f"capacity={self.capacity}, error_rate={self.error_rate}{window}"
+
+
+# A cuckoo filter's parameters, as the module takes them (src/commands/cuckoo/create.rs).
+CUCKOO_MIN_ERROR = 1e-12
+BOUNDED_BUCKET_SIZE = 4  # a filter with an error rate (ERROR) has buckets of 4 slots
+BOUNDED_MAX_ITERATIONS = 500  # and, unless told, these: what CF.INSERT ... ERROR makes
+BOUNDED_EXPANSION = 2
+# RedisBloom's kind (no error rate): its defaults, spelled out on every creation so that the
+# server's bf.cf-* configs never decide.
+REDISBLOOM_BUCKET_SIZE = 2
+REDISBLOOM_MAX_ITERATIONS = 20
+REDISBLOOM_EXPANSION = 1
+
+
+def whole(name: str, value: Any, low: int, high: int) -> int:
+    """An int parameter within ``low..high``: ``TypeError`` or ``ValueError`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be from {low} to {high}, not {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class CuckooOptions:
+    """How a missing cuckoo filter is created.
+
+    ``error_rate`` (the default, 0.01) makes this module's bounded filter (``ERROR``): its
+    false-positive rate stays at most ``error_rate`` however far it grows, with buckets of 4, up to
+    ``max_iterations`` evictions (500) before it grows, by ``expansion`` (2) each time. Then
+    ``CF.INSERT key CAPACITY c ERROR e ITEMS ...`` says all of it, and every write carries it.
+
+    ``error_rate=None`` makes RedisBloom's kind: ``bucket_size`` (2), ``max_iterations`` (20) and
+    ``expansion`` (1), RedisBloom's defaults, spelled out; its false-positive rate grows with every
+    sub-filter. ``CF.INSERT`` cannot carry those, so a write creates a missing key with a
+    ``CF.RESERVE`` first, and inserts with ``NOCREATE`` (so does a bounded filter given another
+    ``max_iterations`` or ``expansion``): a missing key is never created with the server's
+    ``bf.cf-*`` defaults either way.
+    """
+
+    capacity: int
+    error_rate: float | None = 0.01
+    bucket_size: int = BOUNDED_BUCKET_SIZE
+    max_iterations: int = BOUNDED_MAX_ITERATIONS
+    expansion: int = BOUNDED_EXPANSION
+
+    def __init__(
+        self,
+        capacity: int,
+        error_rate: float | None = 0.01,
+        *,
+        bucket_size: int | None = None,
+        max_iterations: int | None = None,
+        expansion: int | None = None,
+    ) -> None:
+        if error_rate is not None:
+            if isinstance(error_rate, bool) or not isinstance(error_rate, int | float):
+                raise TypeError(f"error_rate must be a float, not {type(error_rate).__name__}")
+            if not CUCKOO_MIN_ERROR <= float(error_rate) < 1.0:
+                raise ValueError(
+                    f"error_rate must be from {CUCKOO_MIN_ERROR:g} up to, not including, 1 (or "
+                    f"None for RedisBloom's kind of cuckoo filter), not {error_rate}"
+                )
+            if bucket_size is not None:
+                raise ValueError(
+                    "bucket_size goes with error_rate=None: a cuckoo filter with an error rate "
+                    "has buckets of 4"
+                )
+            bucket_size = BOUNDED_BUCKET_SIZE
+            if max_iterations is None:
+                max_iterations = BOUNDED_MAX_ITERATIONS
+            if expansion is None:
+                expansion = BOUNDED_EXPANSION
+        else:
+            if bucket_size is None:
+                bucket_size = REDISBLOOM_BUCKET_SIZE
+            if max_iterations is None:
+                max_iterations = REDISBLOOM_MAX_ITERATIONS
+            if expansion is None:
+                expansion = REDISBLOOM_EXPANSION
+        whole("bucket_size", bucket_size, 1, 255)
+        whole("max_iterations", max_iterations, 1, 65535)
+        whole("expansion", expansion, 0, 32768)
+        # The module keeps an expansion as a power of two (3 is 4).
+        expansion = 0 if expansion == 0 else 1 << (expansion - 1).bit_length()
+        whole("capacity", capacity, 2 * bucket_size, 2**63 - 1)
+        object.__setattr__(self, "capacity", capacity)
+        object.__setattr__(self, "error_rate", None if error_rate is None else float(error_rate))
+        object.__setattr__(self, "bucket_size", bucket_size)
+        object.__setattr__(self, "max_iterations", max_iterations)
+        object.__setattr__(self, "expansion", expansion)
+
+    @property
+    def bounded(self) -> bool:
+        """A filter with an error rate (this module's kind)."""
+        return self.error_rate is not None
+
+    def reserve_args(self) -> list[Any]:
+        """``CF.RESERVE key <these>``: every parameter spelled out."""
+        args: list[Any] = [self.capacity]
+        if not self.bounded:
+            args += ["BUCKETSIZE", self.bucket_size]
+        args += ["MAXITERATIONS", self.max_iterations, "EXPANSION", self.expansion]
+        if self.error_rate is not None:
+            args += ["ERROR", self.error_rate]
+        return args
+
+    def insert_args(self) -> list[Any] | None:
+        """``CF.INSERT key <these> ITEMS ...`` when they say the whole creation (a bounded filter
+        with the bounded defaults); None when they cannot (``CF.RESERVE`` then comes first)."""
+        if (
+            self.error_rate is None
+            or self.max_iterations != BOUNDED_MAX_ITERATIONS
+            or self.expansion != BOUNDED_EXPANSION
+        ):
+            return None
+        return ["CAPACITY", self.capacity, "ERROR", self.error_rate]
+
+    def buckets(self) -> int:
+        """The first sub-filter's buckets: ``capacity / bucket size`` up to a power of two."""
+        wanted = max(1, self.capacity // self.bucket_size)
+        return 1 << (wanted - 1).bit_length()
+
+    def resized(self, capacity: int) -> CuckooOptions:
+        """The same filter for another capacity (a shard's: at least two buckets)."""
+        return CuckooOptions(
+            max(capacity, 2 * self.bucket_size),
+            self.error_rate,
+            bucket_size=None if self.bounded else self.bucket_size,
+            max_iterations=self.max_iterations,
+            expansion=self.expansion,
+        )
+
+    def identity(self) -> dict[str, Any]:
+        """What every process of a sharded filter must give alike (kept at its key)."""
+        return {
+            "error_rate": self.error_rate,
+            "bucket_size": self.bucket_size,
+            "max_iterations": self.max_iterations,
+            "expansion": self.expansion,
+        }
+
+    def describe(self) -> str:
+        """The parameters, for a ``repr``: those that are not the kind's defaults."""
+        text = f"capacity={self.capacity}, error_rate={self.error_rate}"
+        defaults = (
+            (BOUNDED_BUCKET_SIZE, BOUNDED_MAX_ITERATIONS, BOUNDED_EXPANSION)
+            if self.bounded
+            else (REDISBLOOM_BUCKET_SIZE, REDISBLOOM_MAX_ITERATIONS, REDISBLOOM_EXPANSION)
+        )
+        for name, value, default in zip(
+            ("bucket_size", "max_iterations", "expansion"),
+            (self.bucket_size, self.max_iterations, self.expansion),
+            defaults,
+            strict=True,
+        ):
+            if value != default:
+                text += f", {name}={value}"
+        return text
 
 
 def as_bool(reply: Any) -> bool:
@@ -257,25 +480,60 @@ def as_bool(reply: Any) -> bool:
     if isinstance(reply, int) and reply in (0, 1):
         return reply == 1
     if isinstance(reply, ResponseError):
-        raise BloomFilterError(str(reply))
+        raise error_class(str(reply))(str(reply))
     raise BloomFilterError(f"unexpected reply {reply!r}: not a Bloom filter answer")
 
 
-def as_bools(reply: Any, offset: int = 0) -> list[bool]:
-    """The answers of a batch command; an error element is raised with the answers before it.
+# What CF.INSERT and CF.INSERTNX answer for an item that found no room (-1, RESP3 CF.INSERT false).
+CUCKOO_REFUSED = (
+    "the cuckoo filter has no room for the item, which was not added: it is full and cannot grow "
+    "(EXPANSION 0, cf-max-expansions sub-filters, or a size limit: bf.max-filter-bytes, "
+    "maxmemory), or the item was added so many times that its buckets hold nothing but copies "
+    "of it"
+)
 
-    ``offset`` is the position of the batch's first item among the items of the whole call.
+
+def cuckoo_added(reply: Any) -> bool:
+    """One answer of ``CF.INSERT``: added (RESP2 1, RESP3 true); an item refused (-1, false)
+    raises ``FilterFullError``."""
+    if reply is True or (type(reply) is int and reply == 1):
+        return True
+    if reply is False or (type(reply) is int and reply == -1):
+        raise FilterFullError(CUCKOO_REFUSED)
+    if isinstance(reply, ResponseError):
+        raise error_class(str(reply))(str(reply))
+    raise BloomFilterError(f"unexpected reply {reply!r}: not a cuckoo filter answer")
+
+
+def cuckoo_added_unique(reply: Any) -> bool:
+    """One answer of ``CF.INSERTNX``: 1 added, 0 (probably) held already; -1 (refused) raises
+    ``FilterFullError``. (Integers in RESP3 too; booleans taken as added or held.)"""
+    if isinstance(reply, bool):
+        return reply
+    if isinstance(reply, int) and reply in (0, 1):
+        return reply == 1
+    if type(reply) is int and reply == -1:
+        raise FilterFullError(CUCKOO_REFUSED)
+    if isinstance(reply, ResponseError):
+        raise error_class(str(reply))(str(reply))
+    raise BloomFilterError(f"unexpected reply {reply!r}: not a cuckoo filter answer")
+
+
+def as_bools(reply: Any, offset: int = 0, answer: Callable[[Any], bool] = as_bool) -> list[bool]:
+    """The answers of a batch command; an error element is raised with the answers before it
+    (``FilterFullError`` for an item that found no room, ``BloomFilterError`` otherwise).
+
+    ``offset`` is the position of the batch's first item among the items of the whole call;
+    ``answer`` reads one element (``as_bool``, or a cuckoo insert's).
     """
     if not isinstance(reply, list):
         raise BloomFilterError(f"unexpected reply {reply!r}: not an array of answers")
     answers: list[bool] = []
     for element in reply:
-        if isinstance(element, ResponseError):
-            raise BloomFilterError(str(element), answers, offset + len(answers))
         try:
-            answers.append(as_bool(element))
+            answers.append(answer(element))
         except BloomFilterError as error:
-            raise BloomFilterError(str(error), answers, offset + len(answers)) from None
+            raise type(error)(str(error), answers, offset + len(answers)) from None
     return answers
 
 
@@ -432,11 +690,40 @@ def reserve_failure(reply: Any) -> ResponseError | None:
 
 
 @dataclass(frozen=True)
+class Verb:
+    """A command over items: its name, whether it writes, whether it carries the creation
+    options (an insert: ``<command> key <creation> ITEMS item...``), whether it takes one item
+    (``CF.DEL key item``) or many, how one answer is read, and the answer for every item when
+    the key is missing and the command says "not found" (None: that is an error)."""
+
+    command: str
+    write: bool = False
+    creates: bool = False
+    single: bool = False
+    answer: Callable[[Any], bool] = as_bool
+    missing: bool | None = None
+
+
+BF_INSERT = Verb("BF.INSERT", write=True, creates=True)
+BF_MEXISTS = Verb("BF.MEXISTS")
+CF_INSERT = Verb("CF.INSERT", write=True, creates=True, answer=cuckoo_added)
+CF_INSERTNX = Verb("CF.INSERTNX", write=True, creates=True, answer=cuckoo_added_unique)
+CF_MEXISTS = Verb("CF.MEXISTS")
+# CF.DEL of a missing key answers "Not found": it holds nothing, so nothing was deleted.
+CF_DEL = Verb("CF.DEL", write=True, single=True, missing=False)
+
+
+@dataclass(frozen=True)
 class Command:
-    """One command of a batch, and the positions (in the call's items) of the items it carries."""
+    """One command of a batch, and the positions (in the call's items) of the items it carries.
+
+    A command that does not ``answer`` (a ``CF.RESERVE`` before inserts that cannot carry the
+    creation) carries the positions of the items its key gets in the round: its failure, if it
+    is one, is theirs."""
 
     args: tuple[Any, ...]
     positions: Sequence[int]
+    answers: bool = True
 
 
 @dataclass
@@ -446,16 +733,27 @@ class Round:
     start: int
     size: int
     commands: list[Command] = field(default_factory=list)
+    verb: Verb = BF_MEXISTS
 
 
 class Core:
-    """A filter's commands and answers, for one key or ``shards`` keys (see the module doc)."""
+    """A Bloom filter's commands and answers, for one key or ``shards`` keys (see the module
+    doc). ``CuckooCore`` is a cuckoo filter's: the class attributes and a few operations differ."""
+
+    name = "Bloom filter"
+    type_name = FILTER_TYPE
+    kind: str | None = None  # a sharded filter's "kind" at its key (a Bloom filter's has none)
+    add_verb = BF_INSERT
+    exists_verb = BF_MEXISTS
+    exists_command = "BF.EXISTS"
+    reserve_command = "BF.RESERVE"
+    info_command = "BF.INFO"
 
     def __init__(
         self,
         client: Any,
         key: str,
-        options: FilterOptions,
+        options: Any,
         *,
         shards: int | None,
         batch_size: int,
@@ -500,12 +798,8 @@ class Core:
 
     def describe(self) -> str:
         """The parameters, for a ``repr``."""
-        window = "" if self.options.window is None else f", window={self.options.window}"
         shards = "" if self.shards is None else f", shards={self.shards}"
-        return (
-            f"key={self.key!r}, capacity={self.options.capacity}, "
-            f"error_rate={self.options.error_rate}{window}{shards}"
-        )
+        return f"key={self.key!r}, {self.options.describe()}{shards}"
 
     # -- single items -------------------------------------------------------------------------
 
@@ -519,13 +813,26 @@ class Core:
         digest = hashlib.blake2b(data, digest_size=8, person=SHARD_HASH_PERSON).digest()
         return self.keys[(int.from_bytes(digest, "little") * self.shards) >> 64]
 
-    def insert(self, key: str, items: Sequence[Item]) -> tuple[Any, ...]:
-        """``BF.INSERT`` of ``items`` at ``key``, with the creation options."""
-        return ("BF.INSERT", key, *self._insert_args, "ITEMS", *items)
+    def insert(self, key: str, items: Sequence[Item], verb: Verb | None = None) -> tuple[Any, ...]:
+        """An insert (``BF.INSERT`` unless ``verb`` says) of ``items`` at ``key``, with the
+        creation options; with ``NOCREATE`` where they cannot say the whole creation (the
+        ``reserve`` before it does)."""
+        command = (verb or self.add_verb).command
+        creation = ["NOCREATE"] if self._insert_args is None else self._insert_args
+        return (command, key, *creation, "ITEMS", *items)
 
-    @staticmethod
-    def exists(key: str, items: Sequence[Item]) -> tuple[Any, ...]:
-        return ("BF.MEXISTS", key, *items)
+    def reserve(self, key: str) -> tuple[Any, ...]:
+        """The command that creates the filter at ``key`` if it is missing."""
+        return (self.reserve_command, key, *self.creation.reserve_args())
+
+    def build(self, verb: Verb, key: str, items: Sequence[Item]) -> tuple[Any, ...]:
+        """``verb``'s command for ``items`` at ``key``."""
+        if verb.creates:
+            return self.insert(key, items, verb)
+        return (verb.command, key, *items)
+
+    def exists(self, key: str, items: Sequence[Item]) -> tuple[Any, ...]:
+        return (self.exists_verb.command, key, *items)
 
     # -- replication ----------------------------------------------------------------------------
 
@@ -558,23 +865,41 @@ class Core:
 
     # -- batches ------------------------------------------------------------------------------
 
-    def rounds(self, items: Iterable[Item], write: bool) -> Iterator[Round]:
+    def verb_for(self, write: bool | Verb) -> Verb:
+        """The verb of a batch call: ``write`` True (the family's add), False (its lookup), or
+        a ``Verb``."""
+        if isinstance(write, Verb):
+            return write
+        return self.add_verb if write else self.exists_verb
+
+    def rounds(self, items: Iterable[Item], write: bool | Verb) -> Iterator[Round]:
         """The round trips of a batch call: ``batch_size * pipeline_size`` items each, in
-        commands of at most ``batch_size`` items of one key."""
-        build = self.insert if write else self.exists
+        commands of at most ``batch_size`` items of one key (one, for a single-item verb). An
+        insert whose creation options the command cannot carry is preceded, for each key of the
+        round, by the ``reserve`` of that key."""
+        verb = self.verb_for(write)
+        step = 1 if verb.single else self.batch_size
+        reserve_first = verb.creates and self._insert_args is None
         iterator = iter(items)
         start = 0
         while chunk := list(islice(iterator, self.batch_size * self.pipeline_size)):
-            round_trip = Round(start, len(chunk))
+            round_trip = Round(start, len(chunk), verb=verb)
             groups: dict[str, list[int]] = {}
             for position, item in enumerate(chunk):
                 groups.setdefault(self.key_of(item), []).append(position)
             for key in sorted(groups):
                 positions = groups[key]
-                for first in range(0, len(positions), self.batch_size):
-                    part = positions[first : first + self.batch_size]
+                if reserve_first:
                     round_trip.commands.append(
-                        Command(build(key, [chunk[p] for p in part]), [start + p for p in part])
+                        Command(self.reserve(key), [start + p for p in positions], answers=False)
+                    )
+                for first in range(0, len(positions), step):
+                    part = positions[first : first + step]
+                    round_trip.commands.append(
+                        Command(
+                            self.build(verb, key, [chunk[p] for p in part]),
+                            [start + p for p in part],
+                        )
                     )
             yield round_trip
             start += len(chunk)
@@ -583,8 +908,9 @@ class Core:
         """The answers of a round trip, in the items' order; the first failing item (by position)
         raises, with the answers before it. ``replies`` may go on past the commands (``WAIT``s,
         checked by ``check_waits``)."""
+        verb = round_trip.verb
         answers: list[bool | None] = [None] * round_trip.size
-        failure: tuple[int, str] | None = None
+        failure: tuple[int, str, type[BloomFilterError]] | None = None
         if len(replies) < len(round_trip.commands):
             raise BloomFilterError(
                 f"{len(replies)} replies to {len(round_trip.commands)} commands",
@@ -592,29 +918,48 @@ class Core:
                 round_trip.start,
             )
         for command, reply in zip(round_trip.commands, replies, strict=False):
-            found: tuple[int, str] | None = None
-            if isinstance(reply, ResponseError):
-                if is_module_missing(reply):
-                    raise ModuleMissingError(self.client, str(reply))
-                # A top-level error (WRONGTYPE, OOM, MOVED...): none of the command's items applied.
-                found = (command.positions[0], str(reply))
+            found: tuple[int, str, type[BloomFilterError]] | None = None
+            if isinstance(reply, ResponseError) and is_module_missing(reply):
+                raise ModuleMissingError(self.client, str(reply))
+            if not command.answers:
+                # A reserve: OK, or "item exists"/WRONGTYPE (the inserts after it tell). Another
+                # error (OOM, a size limit) is the failure of the key's items.
+                failed = reserve_failure(reply)
+                if failed is not None:
+                    message = str(failed)
+                    found = (command.positions[0], message, error_class(message))
+            elif isinstance(reply, ResponseError):
+                message = str(reply)
+                if verb.missing is not None and is_not_found(reply):
+                    for position in command.positions:
+                        answers[position - round_trip.start] = verb.missing
+                else:
+                    # A top-level error (WRONGTYPE, OOM, MOVED...): none of the command's items
+                    # applied.
+                    found = (command.positions[0], message, error_class(message))
             else:
                 try:
-                    values = as_bools(reply)
+                    values = (
+                        [verb.answer(reply)] if verb.single else as_bools(reply, 0, verb.answer)
+                    )
                 except BloomFilterError as error:
                     values = error.results
-                    found = (command.positions[len(values)], str(error))
+                    found = (command.positions[len(values)], str(error), type(error))
                 if found is None and len(values) != len(command.positions):
                     missing = command.positions[min(len(values), len(command.positions) - 1)]
-                    found = (missing, f"{len(values)} answers to {len(command.positions)} items")
+                    found = (
+                        missing,
+                        f"{len(values)} answers to {len(command.positions)} items",
+                        BloomFilterError,
+                    )
                 for position, value in zip(command.positions, values, strict=False):
                     answers[position - round_trip.start] = value
             if found is not None and (failure is None or found[0] < failure[0]):
                 failure = found
         if failure is not None:
-            index, message = failure
+            index, message, raised = failure
             before = answers[: index - round_trip.start]
-            raise BloomFilterError(message, [bool(a) for a in before], index)
+            raise raised(message, [bool(a) for a in before], index)
         return [bool(answer) for answer in answers]
 
     def check_waits(self, waits: Sequence[Any], results: list[bool]) -> None:
@@ -672,14 +1017,15 @@ class Core:
 
     def manifest(self) -> str:
         """What a sharded filter keeps at its key: the parameters every process must share."""
+        kind = {} if self.kind is None else {"kind": self.kind}
         return json.dumps(
             {
                 "format": MANIFEST_FORMAT,
                 "version": 1,
+                **kind,
                 "shards": self.shards,
                 "capacity": self.options.capacity,
-                "error_rate": float(self.options.error_rate),
-                "window": self.options.window,
+                **self.options.identity(),
             },
             sort_keys=True,
         )
@@ -715,13 +1061,16 @@ class Core:
             raise KeyTypeError(
                 self.key, "string", "not a sharded filter's parameters: use another key"
             ) from None
+        stored_kind = stored.get("kind")
+        if stored_kind != self.kind:
+            raise FilterMismatchError(
+                f"the sharded filter at {self.key!r} is a "
+                f"{'cuckoo filter' if stored_kind == 'cuckoo' else 'Bloom filter'}, not a "
+                f"{self.name}: it is another filter"
+            )
         mismatches = [
             f"{name} {stored.get(name)!r}, not {mine!r}"
-            for name, mine in (
-                ("shards", self.shards),
-                ("error_rate", float(self.options.error_rate)),
-                ("window", self.options.window),
-            )
+            for name, mine in (("shards", self.shards), *self.options.identity().items())
             if stored.get(name) != mine
         ]
         if mismatches:
@@ -737,15 +1086,13 @@ class Core:
         self.checked = True
         return False
 
-    def own_creation(self, capacity: int | None = None) -> FilterOptions:
-        """How this filter's keys are created: as asked, or each shard for its share of
-        ``capacity`` (the stored one)."""
+    def own_creation(self, capacity: int | None = None) -> Any:
+        """How this filter's keys are created (options of the filter's own kind): as asked, or
+        each shard for its share of ``capacity`` (the stored one)."""
         if self.shards is None:
             return self.options
         total = self.options.capacity if capacity is None else capacity
-        return FilterOptions(
-            shard_capacity(total, self.shards), self.options.error_rate, self.options.window
-        )
+        return self.options.resized(shard_capacity(total, self.shards))
 
     # -- count and info -----------------------------------------------------------------------
 
@@ -824,7 +1171,7 @@ class Core:
         key, a shard, or a sharded filter's parameters). A key holding anything else raises
         ``KeyTypeError``. With ``wait_for_replicas``, the answer is confirmed as a write's."""
         created = yield from self.check(write=True)
-        reserve = [("BF.RESERVE", key, *self.creation.reserve_args()) for key in self.keys]
+        reserve = [self.reserve(key) for key in self.keys]
         wait = self.wait_for_replicas > 0
         replies = yield Batch(reserve, wait)
         for key, reply in zip(self.keys, replies[: len(reserve)], strict=True):
@@ -833,8 +1180,8 @@ class Core:
                 if failure is not None:
                     raise explained(self.client, failure)
                 key_type = str(decode(self.answer((yield Call(("TYPE", key))))))
-                if key_type != FILTER_TYPE:
-                    raise KeyTypeError(key, key_type)
+                if key_type != self.type_name:
+                    raise KeyTypeError(key, key_type, expected=self.name)
             else:
                 created = True
         if wait:
@@ -844,29 +1191,38 @@ class Core:
     def key_type(self) -> Operation[str]:
         return str(decode(self.answer((yield Call(("TYPE", self.key))))))
 
-    def add(self, item: Item) -> Operation[bool]:
-        if self.wait_for_replicas:
-            return (yield from self.batched([item], write=True))[0]
+    def add(self, item: Item, verb: Verb | None = None) -> Operation[bool]:
+        """One item's insert (the family's add, or ``verb``): one command, unless it waits for
+        replicas or needs a reserve before it (a batch of one, then)."""
+        verb = verb or self.add_verb
+        if self.wait_for_replicas or self._insert_args is None:
+            return (yield from self.batched([item], verb))[0]
         yield from self.check()
-        reply = yield Call(self.insert(self.key_of(item), [item]))
-        return as_bools(self.answer(reply))[0]
+        reply = yield Call(self.insert(self.key_of(item), [item], verb))
+        return as_bools(self.answer(reply), 0, verb.answer)[0]
 
     def contains(self, item: Item) -> Operation[bool]:
         yield from self.check()
-        return as_bool(self.answer((yield Call(("BF.EXISTS", self.key_of(item), item)))))
+        return as_bool(self.answer((yield Call((self.exists_command, self.key_of(item), item)))))
 
     def count(self) -> Operation[int]:
         yield from self.verify()
         replies = yield Batch([("BF.CARD", key) for key in self.keys])
         return sum(int(self.answer(reply)) for reply in replies)
 
+    @staticmethod
+    def parse_info(reply: Any) -> dict[str, Any]:
+        """The family's ``*.INFO`` reply as a dict."""
+        return info_dict(reply)
+
     def info(self) -> Operation[dict[str, Any]]:
         yield from self.verify()
-        replies = yield Batch([("BF.INFO", key) for key in self.keys])
+        replies = yield Batch([(self.info_command, key) for key in self.keys])
         if self.shards is None:
-            return info_dict(self.answer(replies[0]))
+            return self.parse_info(self.answer(replies[0]))
         infos = [
-            None if is_not_found(reply) else info_dict(self.answer(reply)) for reply in replies
+            None if is_not_found(reply) else self.parse_info(self.answer(reply))
+            for reply in replies
         ]
         if all(info is None for info in infos):
             # No shard yet: the filter exists if its parameters do (``count()`` answers 0 then).
@@ -884,12 +1240,14 @@ class Core:
         self._insert_args = self.creation.insert_args()
         return sum(int(self.answer(reply)) for reply in replies)
 
-    def batched(self, items: Iterable[Item], write: bool) -> Operation[list[bool]]:
-        yield from self.check(write)
+    def batched(self, items: Iterable[Item], write: bool | Verb) -> Operation[list[bool]]:
+        """A batch call: ``write`` True (the family's add), False (its lookup), or a ``Verb``."""
+        verb = self.verb_for(write)
+        yield from self.check(verb.write)
         answers: list[bool] = []
-        for round_trip in self.rounds(items, write):
+        for round_trip in self.rounds(items, verb):
             commands = round_trip.commands
-            wait = write and self.wait_for_replicas > 0
+            wait = verb.write and self.wait_for_replicas > 0
             replies = yield Batch([command.args for command in commands], wait)
             try:
                 answers.extend(self.collect(round_trip, replies))
@@ -900,9 +1258,132 @@ class Core:
         return answers
 
 
-class BloomFilterBase:
+def cuckoo_info(reply: Any) -> dict[str, Any]:
+    """``CF.INFO`` as a dict: RedisBloom's eight counts, and ``Error rate`` as a float (the
+    module answers it as text) for a filter with one."""
+    info = info_dict(reply)
+    if "Error rate" in info:
+        info["Error rate"] = float(decode(info["Error rate"]))
+    return info
+
+
+# CF.INFO's fields that add up over shards, and what a shard not created yet counts for each.
+CUCKOO_SUMMED = (
+    "Size",
+    "Number of buckets",
+    "Number of filters",
+    "Number of items inserted",
+    "Number of items deleted",
+)
+
+
+class CuckooCore(Core):
+    """A cuckoo filter's commands and answers (``CF.*``), for one key or ``shards`` keys: the
+    batching, sharding, creation and replication of ``Core``, with ``CF.INSERT`` (``add``),
+    ``CF.INSERTNX`` (``add_unique``), ``CF.MEXISTS``, ``CF.DEL``, ``CF.COUNT`` and ``CF.INFO``.
+
+    An item's shard is chosen by its bytes, as for a Bloom filter, so a delete reaches the shard
+    that holds the item: sharding keeps a cuckoo filter's promises, deletes included."""
+
+    name = "cuckoo filter"
+    type_name = CUCKOO_TYPE
+    kind = "cuckoo"
+    add_verb = CF_INSERT
+    exists_verb = CF_MEXISTS
+    exists_command = "CF.EXISTS"
+    reserve_command = "CF.RESERVE"
+    info_command = "CF.INFO"
+
+    @staticmethod
+    def parse_info(reply: Any) -> dict[str, Any]:
+        return cuckoo_info(reply)
+
+    def count(self) -> Operation[int]:
+        """Items held (``Number of items inserted``: adds less deletes), summed over the shards;
+        0 for a missing key."""
+        yield from self.verify()
+        replies = yield Batch([(self.info_command, key) for key in self.keys])
+        held = "Number of items inserted"
+        return sum(
+            0 if is_not_found(reply) else int(self.parse_info(self.answer(reply))[held])
+            for reply in replies
+        )
+
+    def copies(self, item: Item) -> Operation[int]:
+        """``CF.COUNT``: the copies of ``item``'s fingerprint in its buckets (0 for a missing
+        key)."""
+        yield from self.check()
+        return int(self.answer((yield Call(("CF.COUNT", self.key_of(item), item)))))
+
+    def remove(self, item: Item) -> Operation[bool]:
+        """``CF.DEL``: True if a copy of ``item`` was deleted; False if the filter does not hold
+        it, or the key is missing."""
+        if self.wait_for_replicas:
+            return (yield from self.batched([item], CF_DEL))[0]
+        yield from self.check()
+        reply = yield Call(("CF.DEL", self.key_of(item), item))
+        if is_not_found(reply):
+            return False
+        return as_bool(self.answer(reply))
+
+    def merge_info(self, infos: Sequence[dict[str, Any] | None]) -> dict[str, Any]:
+        """``CF.INFO`` of every shard as one (None for a shard not created yet): counts and sizes
+        summed, the parameters the shards share, and ``Shards``. A missing shard counts as the
+        empty shard its first write creates: its buckets, no sub-filter, no item, 0 bytes."""
+        present = [info for info in infos if info is not None]
+        missing = len(infos) - len(present)
+        creation = self.creation
+        absent = {"Number of buckets": creation.buckets()}
+        merged: dict[str, Any] = {}
+        for name in CUCKOO_SUMMED:
+            merged[name] = sum(int(info.get(name, 0)) for info in present)
+            merged[name] += missing * absent.get(name, 0)
+        merged["Bucket size"] = creation.bucket_size
+        merged["Expansion rate"] = creation.expansion
+        merged["Max iterations"] = creation.max_iterations
+        if present:
+            for name in ("Bucket size", "Expansion rate", "Max iterations"):
+                merged[name] = present[0].get(name, merged[name])
+        if creation.error_rate is not None:
+            merged["Error rate"] = present[0].get("Error rate") if present else creation.error_rate
+        merged["Shards"] = len(infos)
+        return merged
+
+
+class FilterBase:
+    """What every filter class shares: the client, the key, the batching parameters, and the
+    core whose operations each class runs its own way (blocking or asyncio)."""
+
+    repr_name = "Filter"
+    _core: Core
+
+    def __init__(self, client: Any, key: str, options: Any, core: type[Core], **kwargs: Any):
+        self.client = client
+        self.key = key
+        self.options = options
+        self.batch_size = kwargs.get("batch_size", 1000)
+        self.pipeline_size = kwargs.get("pipeline_size", 16)
+        self._core = core(client, key, options, **kwargs)
+
+    @property
+    def shards(self) -> int | None:
+        return self._core.shards
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The keys holding the items: ``(key,)``, or the shards' keys."""
+        return self._core.keys
+
+    def __repr__(self) -> str:
+        return f"{self.repr_name}({self._core.describe()})"
+
+
+class BloomFilterBase(FilterBase):
     """What ``redis_bf.BloomFilter`` and ``redis_bf.asyncio.BloomFilter`` share: the parameters
     (see ``redis_bf.BloomFilter``) and the ``Core`` whose operations each runs its own way."""
+
+    repr_name = "BloomFilter"
+    options: FilterOptions
 
     def __init__(
         self,
@@ -918,15 +1399,54 @@ class BloomFilterBase:
         wait_for_replicas: int = 0,
         wait_timeout: float = 1.0,
     ):
-        self.client = client
-        self.key = key
-        self.options = FilterOptions(capacity, error_rate, window)
-        self.batch_size = batch_size
-        self.pipeline_size = pipeline_size
-        self._core = Core(
+        super().__init__(
             client,
             key,
-            self.options,
+            FilterOptions(capacity, error_rate, window),
+            Core,
+            shards=shards,
+            batch_size=batch_size,
+            pipeline_size=pipeline_size,
+            wait_for_replicas=wait_for_replicas,
+            wait_timeout=wait_timeout,
+        )
+
+
+class CuckooFilterBase(FilterBase):
+    """What ``redis_bf.CuckooFilter`` and ``redis_bf.asyncio.CuckooFilter`` share: the
+    parameters (see ``redis_bf.CuckooFilter``) and the ``CuckooCore`` each runs its own way."""
+
+    repr_name = "CuckooFilter"
+    options: CuckooOptions
+
+    def __init__(
+        self,
+        client: Any,
+        key: str,
+        capacity: int,
+        error_rate: float | None = 0.01,
+        *,
+        bucket_size: int | None = None,
+        max_iterations: int | None = None,
+        expansion: int | None = None,
+        shards: int | None = None,
+        batch_size: int = 1000,
+        pipeline_size: int = 16,
+        wait_for_replicas: int = 0,
+        wait_timeout: float = 1.0,
+    ):
+        options = CuckooOptions(
+            capacity,
+            error_rate,
+            bucket_size=bucket_size,
+            max_iterations=max_iterations,
+            expansion=expansion,
+        )
+        super().__init__(
+            client,
+            key,
+            options,
+            CuckooCore,
             shards=shards,
             batch_size=batch_size,
             pipeline_size=pipeline_size,
@@ -935,15 +1455,7 @@ class BloomFilterBase:
         )
 
     @property
-    def shards(self) -> int | None:
-        return self._core.shards
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        """The keys holding the items: ``(key,)``, or the shards' keys."""
-        return self._core.keys
-
-    def __repr__(self) -> str:
-        return f"{self.repr_name}({self._core.describe()})"
-
-    repr_name = "BloomFilter"
+    def _cuckoo(self) -> CuckooCore:
+        """The core, as the cuckoo filter's it is."""
+        assert isinstance(self._core, CuckooCore)
+        return self._core

@@ -1,5 +1,5 @@
-"""``redis_bf.BloomFilter`` for asyncio: the same API and answers over ``redis.asyncio.Redis`` or
-``redis.asyncio.cluster.RedisCluster``, every call awaitable::
+"""``redis_bf.BloomFilter`` and ``redis_bf.CuckooFilter`` for asyncio: the same API and answers
+over ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``, every call awaitable::
 
     import redis.asyncio
     from redis_bf.asyncio import BloomFilter
@@ -9,8 +9,8 @@
         for url, new in zip(urls, await seen.add_many(urls)):
             ...
 
-Both classes run the same operations of ``redis_bf._core`` (the commands and how their replies
-become answers); only the sending differs. ``item in bf`` cannot be awaited: use
+Each runs the same operations of ``redis_bf._core`` as its blocking twin (the commands and how
+their replies become answers); only the sending differs. ``item in bf`` cannot be awaited: use
 ``await bf.contains(item)``.
 """
 
@@ -24,10 +24,13 @@ from redis.asyncio.cluster import PipelineCommand
 from redis.exceptions import RedisError, ResponseError
 
 from ._core import (
+    CF_DEL,
+    CF_INSERTNX,
     Batch,
     BloomFilterBase,
     Call,
     Core,
+    CuckooFilterBase,
     Item,
     Operation,
     Waited,
@@ -35,16 +38,17 @@ from ._core import (
     server_address,
 )
 
-__all__ = ["BloomFilter"]
+__all__ = ["BloomFilter", "CuckooFilter"]
 
 T = TypeVar("T")
 
 
-class BloomFilter(BloomFilterBase):
-    """A redis-bf Bloom filter at ``key`` (or over ``shards`` keys), for asyncio: see
-    ``redis_bf.BloomFilter`` for the parameters and the answers."""
+class AsyncRunner:
+    """Runs the operations of a filter's core on an asyncio redis-py client: as
+    ``redis_bf.bloom.Runner``, awaited."""
 
-    repr_name = "redis_bf.asyncio.BloomFilter"
+    client: Any
+    _core: Core
 
     async def _run(self, operation: Operation[T]) -> T:
         """Runs an operation of the core: sends each request it makes, hands back the answer."""
@@ -119,6 +123,13 @@ class BloomFilter(BloomFilterBase):
         except RedisError:
             pass
 
+
+class BloomFilter(AsyncRunner, BloomFilterBase):
+    """A redis-bf Bloom filter at ``key`` (or over ``shards`` keys), for asyncio: see
+    ``redis_bf.BloomFilter`` for the parameters and the answers."""
+
+    repr_name = "redis_bf.asyncio.BloomFilter"
+
     async def create(self) -> bool:
         """Reserves the filter (every shard) if missing: True if this call created anything."""
         return await self._run(self._core.create())
@@ -153,4 +164,67 @@ class BloomFilter(BloomFilterBase):
 
     async def delete(self) -> int:
         """Deletes the filter (every shard, and a sharded filter's parameters): the keys removed."""
+        return await self._run(self._core.delete())
+
+    async def drop(self) -> int:
+        """Deletes the filter: as ``delete()``."""
+        return await self._run(self._core.delete())
+
+
+class CuckooFilter(AsyncRunner, CuckooFilterBase):
+    """A redis-bf cuckoo filter at ``key`` (or over ``shards`` keys), for asyncio: see
+    ``redis_bf.CuckooFilter`` for the parameters and the answers."""
+
+    repr_name = "redis_bf.asyncio.CuckooFilter"
+
+    async def create(self) -> bool:
+        """Reserves the filter (every shard) if missing: True if this call created anything."""
+        return await self._run(self._core.create())
+
+    async def key_type(self) -> str:
+        return await self._run(self._core.key_type())
+
+    async def add(self, item: Item) -> bool:
+        """Adds ``item`` (another copy if it is there): True; ``FilterFullError`` if no room."""
+        return await self._run(self._core.add(item))
+
+    async def add_unique(self, item: Item) -> bool:
+        """Adds ``item`` unless the filter (probably) holds it: True if added, False if not."""
+        return await self._run(self._core.add(item, CF_INSERTNX))
+
+    async def add_many(self, items: Iterable[Item], *, unique: bool = False) -> list[bool]:
+        """Adds every item, in order (with ``unique``, only those it does not seem to hold):
+        for each, whether it was added."""
+        return await self._run(self._core.batched(items, CF_INSERTNX if unique else True))
+
+    async def contains(self, item: Item) -> bool:
+        """Whether ``item`` may be in the filter (False: certainly not)."""
+        return await self._run(self._core.contains(item))
+
+    async def contains_many(self, items: Iterable[Item]) -> list[bool]:
+        """For each item, whether it may be in the filter (False: certainly not)."""
+        return await self._run(self._core.batched(items, False))
+
+    async def delete(self, item: Item) -> bool:
+        """Forgets one copy of ``item``: True if one was deleted; False if the filter does not
+        hold it or there is no filter at the key."""
+        return await self._run(self._cuckoo.remove(item))
+
+    async def delete_many(self, items: Iterable[Item]) -> list[bool]:
+        """``delete`` of every item, in order, pipelined: for each, whether one was deleted."""
+        return await self._run(self._core.batched(items, CF_DEL))
+
+    async def count(self, item: Item | None = None) -> int:
+        """Items held (summed over the shards; 0 for a missing key), or the copies of ``item``."""
+        if item is None:
+            return await self._run(self._core.count())
+        return await self._run(self._cuckoo.copies(item))
+
+    async def info(self) -> dict[str, Any]:
+        """``CF.INFO`` as a dict (summed over the shards, with Shards, for a sharded filter)."""
+        return await self._run(self._core.info())
+
+    async def drop(self) -> int:
+        """Deletes the filter itself (every shard, and a sharded filter's parameters): the keys
+        removed."""
         return await self._run(self._core.delete())

@@ -14,10 +14,10 @@ is ``redis_bf.asyncio.BloomFilter``: the same commands and answers (both build t
 
 Replies: RESP2 answers 1/0, RESP3 True/False; both come back as ``bool``. An error reply is raised,
 never read as an answer: a top-level one as redis-py's ``ResponseError`` (``WRONGTYPE``, ``OOM``,
-...), an error element at the end of a batch's array (``non scaling filter is full``) as
-``BloomFilterError``, with the answers for the items before it. A server without the module
-(``unknown command 'BF.INSERT'``) raises ``ModuleMissingError``, which names the server and says
-how to get one with the module.
+...), an error element at the end of a batch's array as ``BloomFilterError``, with the answers for
+the items before it (``FilterFullError``, one, for ``non scaling filter is full``). A server
+without the module (``unknown command 'BF.INSERT'``) raises ``ModuleMissingError``, which names
+the server and says how to get one with the module.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from redis.exceptions import RedisError, ResponseError
 
 from ._core import (
+    CUCKOO_TYPE,
     FILTER_TYPE,
     MAX_WINDOW,
     Batch,
@@ -35,6 +36,7 @@ from ._core import (
     BloomFilterError,
     Call,
     Core,
+    FilterFullError,
     FilterMismatchError,
     FilterOptions,
     Item,
@@ -59,10 +61,12 @@ from ._core import (
 T = TypeVar("T")
 
 __all__ = [
+    "CUCKOO_TYPE",
     "FILTER_TYPE",
     "MAX_WINDOW",
     "BloomFilter",
     "BloomFilterError",
+    "FilterFullError",
     "FilterMismatchError",
     "FilterOptions",
     "Item",
@@ -77,54 +81,34 @@ __all__ = [
     "explained",
     "info_dict",
     "is_module_missing",
+    "Runner",
     "require_module",
     "server_address",
     "server_url",
 ]
 
 
-def require_module(client: Any, key: str) -> None:
-    """Raises ``ModuleMissingError`` unless the server has the ``BF.*`` commands. It asks
-    ``BF.CARD key``: any other answer (a count, WRONGTYPE, an ACL refusal) says it has them."""
+def require_module(client: Any, key: str, cuckoo: bool = False) -> None:
+    """Raises ``ModuleMissingError`` unless the server has the ``BF.*`` commands (``CF.*`` with
+    ``cuckoo``). It asks ``BF.CARD key`` (``CF.EXISTS key``): any other answer (a count,
+    WRONGTYPE, an ACL refusal) says it has them."""
     try:
-        client.execute_command("BF.CARD", key)
+        if cuckoo:
+            client.execute_command("CF.EXISTS", key, "redis-bf:probe")
+        else:
+            client.execute_command("BF.CARD", key)
     except ResponseError as error:
         if is_module_missing(error):
             raise ModuleMissingError(client, str(error)) from None
 
 
-class BloomFilter(BloomFilterBase):
-    """A redis-bf Bloom filter at ``key``, created by the first write with ``capacity`` and
-    ``error_rate`` (and ``window``, in seconds or a ``timedelta``: remember each item for that
-    long, not forever; None or 0: no window).
+class Runner:
+    """Runs the operations of a filter's core on a blocking redis-py client (``redis.Redis`` or
+    ``redis.cluster.RedisCluster``): sends each request an operation makes, hands back the
+    replies. ``BloomFilter`` and ``CuckooFilter`` are this over their cores."""
 
-    ``add``/``add_many`` answer whether each item was new (and record it); ``item in bf``,
-    ``contains`` and ``contains_many`` whether it may have been added (False: certainly not).
-    Batches go ``batch_size`` items to a command and ``pipeline_size`` commands to a round trip.
-
-    The filter scales: past ``capacity`` it adds sub-filters and keeps its false-positive rate
-    below ``error_rate``. An existing filter is used as it is (its own capacity, error rate and
-    window).
-
-    With ``window``, an item added at t is held until at least t + window and forgotten by
-    t + 1.25 x window, after which ``add`` answers True for it again; ``capacity`` is the items
-    of one window, and the server frees old items on its own (the key itself stays, an empty
-    windowed filter, once everything has expired: delete it, or set an EXPIRE, to have it gone).
-
-    ``shards=N`` spreads the filter over N keys, ``<key>:<i>/<N>{<tag>}``, whose hash tags fall in
-    N evenly spaced ranges of the cluster's slots; each item goes to one shard by a hash of the
-    item, so the false-positive rate stays ``error_rate``, and each shard is created for its share
-    of ``capacity`` plus four standard deviations. ``key`` itself keeps the parameters (a small
-    string), so that another process with the same arguments finds the same filter, and one with
-    another shard count, error rate or window gets ``FilterMismatchError``. A batch costs one
-    round trip per node.
-
-    ``wait_for_replicas=n`` makes every write wait (``WAIT n``, on each node written, at most
-    ``wait_timeout`` seconds) until n replicas have it, and every write the primary made before
-    it (the answers report them: an add answers "seen" for another client's write): fewer raise
-    ``NotReplicatedError``. For that, each node's writes are followed by a ``SET`` and a ``DEL``
-    of a key of their own, ``<key>:redis-bf-wait`` (with a hash tag), which the ``WAIT`` covers.
-    """
+    client: Any
+    _core: Core
 
     def _run(self, operation: Operation[T]) -> T:
         """Runs an operation of the core: sends each request it makes, hands back the answer."""
@@ -189,6 +173,40 @@ class BloomFilter(BloomFilterBase):
         except RedisError:
             pass
 
+
+class BloomFilter(Runner, BloomFilterBase):
+    """A redis-bf Bloom filter at ``key``, created by the first write with ``capacity`` and
+    ``error_rate`` (and ``window``, in seconds or a ``timedelta``: remember each item for that
+    long, not forever; None or 0: no window).
+
+    ``add``/``add_many`` answer whether each item was new (and record it); ``item in bf``,
+    ``contains`` and ``contains_many`` whether it may have been added (False: certainly not).
+    Batches go ``batch_size`` items to a command and ``pipeline_size`` commands to a round trip.
+
+    The filter scales: past ``capacity`` it adds sub-filters and keeps its false-positive rate
+    below ``error_rate``. An existing filter is used as it is (its own capacity, error rate and
+    window).
+
+    With ``window``, an item added at t is held until at least t + window and forgotten by
+    t + 1.25 x window, after which ``add`` answers True for it again; ``capacity`` is the items
+    of one window, and the server frees old items on its own (the key itself stays, an empty
+    windowed filter, once everything has expired: delete it, or set an EXPIRE, to have it gone).
+
+    ``shards=N`` spreads the filter over N keys, ``<key>:<i>/<N>{<tag>}``, whose hash tags fall in
+    N evenly spaced ranges of the cluster's slots; each item goes to one shard by a hash of the
+    item, so the false-positive rate stays ``error_rate``, and each shard is created for its share
+    of ``capacity`` plus four standard deviations. ``key`` itself keeps the parameters (a small
+    string), so that another process with the same arguments finds the same filter, and one with
+    another shard count, error rate or window gets ``FilterMismatchError``. A batch costs one
+    round trip per node.
+
+    ``wait_for_replicas=n`` makes every write wait (``WAIT n``, on each node written, at most
+    ``wait_timeout`` seconds) until n replicas have it, and every write the primary made before
+    it (the answers report them: an add answers "seen" for another client's write): fewer raise
+    ``NotReplicatedError``. For that, each node's writes are followed by a ``SET`` and a ``DEL``
+    of a key of their own, ``<key>:redis-bf-wait`` (with a hash tag), which the ``WAIT`` covers.
+    """
+
     def create(self) -> bool:
         """Reserves the filter if the key is missing: True if this call created it.
 
@@ -236,5 +254,10 @@ class BloomFilter(BloomFilterBase):
         return self._run(self._core.info())
 
     def delete(self) -> int:
-        """Deletes the filter (every shard, and a sharded filter's parameters): the keys removed."""
+        """Deletes the filter (every shard, and a sharded filter's parameters): the keys removed.
+        (``drop()`` is the same, under the name ``CuckooFilter`` gives it.)"""
+        return self._run(self._core.delete())
+
+    def drop(self) -> int:
+        """Deletes the filter: as ``delete()``."""
         return self._run(self._core.delete())

@@ -1,13 +1,15 @@
-"""Convert a crawl's scrapy-redis fingerprint set into a redis-bf Bloom filter, under the same key.
+"""Convert a crawl's scrapy-redis fingerprint set into a redis-bf Bloom filter, under the same key
+(or, with ``--kind cuckoo``, into a cuckoo filter, for ``BLOOMFILTER_KIND = "cuckoo"``).
 
-    python -m redis_bf.migrate [--url redis://host:6379/0] myspider:dupefilter
+    python -m redis_bf.migrate [--url redis://host:6379/0] [--kind cuckoo] myspider:dupefilter
 
 The set's members are scrapy-redis request fingerprints, the same strings ``redis_bf.scrapy``
 adds, so the crawl resumes with everything it had seen. How it goes:
 
 1. The filter is built beside the set, at ``{key}:redis-bf-migrating`` (same cluster slot), with
    ``SSCAN`` and ``BF.INSERT ... NOCREATE ITEMS`` in batches, one round trip per batch, printing
-   its progress.
+   its progress (a cuckoo filter: ``CF.INSERTNX``, so that a member the scan returns twice, or a
+   second pass sends again, is held once, and forgetting it later forgets it).
 2. One Lua script swaps it in, atomically: only if the set still has as many members as when the
    copy started (scrapy-redis only ever adds to it), the set is freed with ``UNLINK`` (in the
    background), or with ``--keep-set`` renamed to ``{key}:scrapy-redis-set`` (refused if that key
@@ -45,23 +47,35 @@ from urllib.parse import urlsplit
 import redis
 from redis.exceptions import RedisError, ResponseError
 
-from ._core import MANIFEST_FORMAT, MAX_WINDOW
+from ._core import (
+    CUCKOO_MIN_ERROR,
+    MANIFEST_FORMAT,
+    MAX_WINDOW,
+    CuckooOptions,
+    cuckoo_added_unique,
+)
 from .bloom import (
+    CUCKOO_TYPE,
     FILTER_TYPE,
     BloomFilter,
     BloomFilterError,
     FilterOptions,
     KeyTypeError,
     ModuleMissingError,
+    as_bool,
     as_bools,
     decode,
     info_dict,
     require_module,
 )
+from .cuckoo import CuckooFilter
 from .defaults import DEFAULT_CAPACITY, DEFAULT_ERROR_RATE
 
 TEMP_SUFFIX = ":redis-bf-migrating"
 NEXT_CLASS = "redis_bf.scrapy.RFPDupeFilter"
+# --kind: what each filter is called, what TYPE answers for it, and its insert.
+KIND_NAMES = {"bloom": "Bloom filter", "cuckoo": "cuckoo filter"}
+KIND_TYPES = {"bloom": FILTER_TYPE, "cuckoo": CUCKOO_TYPE}
 BACKUP_SUFFIX = ":scrapy-redis-set"
 
 # One line, as every error of the command; the package README ("From scrapy-redis-bloomfilter:
@@ -108,6 +122,16 @@ class MigrationError(Exception):
     """The key cannot be migrated; the message says why and what to do."""
 
 
+def other_kind_advice(key: str, found: str, kind: str) -> str:
+    """The error for a key that holds a filter of the other kind than ``--kind`` asks."""
+    return (
+        f"{key} is a {KIND_NAMES[found]}, not a {KIND_NAMES[kind]}: a filter cannot become the "
+        "other kind (neither can list what it holds); resume the crawl with it "
+        f'(BLOOMFILTER_KIND = "{found}"), or start a {KIND_NAMES[kind]} on a key of its own, '
+        "loaded first with --urls FILE if you know the URLs fetched so far"
+    )
+
+
 def sharded_parameters(client: redis.Redis, key: str) -> dict[str, Any] | None:
     """The parameters a sharded ``BloomFilter`` keeps at its key (a short JSON string), or None
     if ``key`` holds anything else."""
@@ -132,7 +156,7 @@ class Migration:
     new: int  # of those, counted new by the filter
     passes: int
     seconds: float
-    info: dict[str, Any]  # BF.INFO of the filter now at key
+    info: dict[str, Any]  # BF.INFO (CF.INFO) of the filter now at key
     set_bytes: int | None  # MEMORY USAGE of the set, before (sampled)
     kept_set: str | None  # where the set is, with keep_set
 
@@ -180,17 +204,31 @@ def migrate_set(
     max_passes: int = 3,
     report: Callable[[str], None] = print,
     progress_interval: float = 1.0,
+    kind: str = "bloom",
 ) -> Migration | None:
-    """Replaces the scrapy-redis set at ``key`` by a Bloom filter holding its members.
+    """Replaces the scrapy-redis set at ``key`` by a Bloom filter (``kind="cuckoo"``: a cuckoo
+    filter, of ``options``' capacity and error rate, no window) holding its members.
 
-    Returns None if ``key`` already holds a filter (nothing to do). Raises ``MigrationError`` if
-    it holds anything but a set, or if the set kept changing.
+    Returns None if ``key`` already holds a filter of that kind (nothing to do). Raises
+    ``MigrationError`` if it holds anything but a set (a filter of the other kind included), or
+    if the set kept changing.
     """
     options = options or FilterOptions(DEFAULT_CAPACITY, DEFAULT_ERROR_RATE)
     if batch_size < 1:
         raise MigrationError(f"a batch of {batch_size} members: it must be at least 1")
-    kind = str(decode(client.type(key)))
-    if kind == FILTER_TYPE:
+    if kind not in KIND_NAMES:
+        raise MigrationError(f"a kind of filter {kind!r}: it must be bloom or cuckoo")
+    if kind == "cuckoo" and options.window is not None:
+        raise MigrationError("a cuckoo filter has no window: --window goes with --kind bloom")
+    name = KIND_NAMES[kind]
+    key_type = str(decode(client.type(key)))
+    for other, other_type in KIND_TYPES.items():
+        if key_type == other_type and other != kind:
+            raise MigrationError(other_kind_advice(key, other, kind))
+    if key_type == KIND_TYPES["cuckoo"]:
+        report(f"{key} is already a cuckoo filter: nothing to do")
+        return None
+    if key_type == FILTER_TYPE:
         report(f"{key} is already a Bloom filter: nothing to do")
         existing = info_dict(client.execute_command("BF.INFO", key)).get("Window")
         if options.window is not None and existing != options.window:
@@ -200,22 +238,27 @@ def migrate_set(
                 "afresh)"
             )
         return None
-    if kind == "none":
+    if key_type == "none":
         raise MigrationError(
             f"{key} does not exist: nothing to migrate (the dupefilter key is "
             "SCHEDULER_DUPEFILTER_KEY, by default <spider>:dupefilter)"
         )
-    if kind == "string":
+    if key_type == "string":
         sharded = sharded_parameters(client, key)
         if sharded is not None:
+            found = str(sharded.get("kind") or "bloom")
+            if found != kind and found in KIND_NAMES:
+                raise MigrationError(other_kind_advice(key, found, kind))
             report(
-                f"{key} is already a Bloom filter, sharded over {sharded.get('shards')} keys: "
+                f"{key} is already a {name}, sharded over {sharded.get('shards')} keys: "
                 "nothing to do"
             )
             return None
         raise MigrationError(BIT_STRING_ADVICE.format(key=key, size=client.strlen(key)))
-    if kind != "set":
-        raise MigrationError(f"{key} holds a {kind}, not a scrapy-redis set: nothing to migrate")
+    if key_type != "set":
+        raise MigrationError(
+            f"{key} holds a {key_type}, not a scrapy-redis set: nothing to migrate"
+        )
 
     temp = sibling_key(key, TEMP_SUFFIX)
     backup = sibling_key(key, BACKUP_SUFFIX)
@@ -234,25 +277,29 @@ def migrate_set(
         + (f" (about {set_bytes:,} bytes)" if set_bytes else "")
     )
     report(
-        f"building a Bloom filter at {temp} (capacity {capacity:,}, "
+        f"building a {name} at {temp} (capacity {capacity:,}, "
         f"error rate {options.error_rate:g}"
         + (f", window {options.window} s" if options.window else "")
         + ")"
     )
-    # With a window, every fingerprint starts its window now (a set has no times).
-    client.execute_command("BF.RESERVE", temp, *replace(options, capacity=capacity).reserve_args())
+    if kind == "cuckoo":
+        reserve = ["CF.RESERVE", temp, *CuckooOptions(capacity, options.error_rate).reserve_args()]
+    else:
+        # With a window, every fingerprint starts its window now (a set has no times).
+        reserve = ["BF.RESERVE", temp, *replace(options, capacity=capacity).reserve_args()]
+    client.execute_command(*reserve)
 
     started = time.monotonic()
     sent = new = 0
     swap = client.register_script(SWAP_SCRIPT)
     for attempt in range(1, max_passes + 1):
         progress = Progress(report, progress_interval)
-        pass_sent, pass_new = copy_members(client, key, temp, batch_size, total, progress)
+        pass_sent, pass_new = copy_members(client, key, temp, batch_size, total, progress, kind)
         sent, new = sent + pass_sent, new + pass_new
         try:
             swapped = swap(
                 keys=[key, temp, backup],
-                args=[total, FILTER_TYPE, "keep" if keep_set else "free"],
+                args=[total, KIND_TYPES[kind], "keep" if keep_set else "free"],
             )
         except ResponseError as error:
             client.delete(temp)
@@ -280,9 +327,12 @@ def migrate_set(
         + f"; the filter counted {new:,} of them new"
     )
     where = f"the set is kept at {backup}" if keep_set else "the set was freed (UNLINK)"
-    info = BloomFilter(client, key, options.capacity, options.error_rate).info()
+    if kind == "cuckoo":
+        info = CuckooFilter(client, key, capacity, options.error_rate).info()
+    else:
+        info = BloomFilter(client, key, options.capacity, options.error_rate).info()
     report(
-        f"swapped: {key} is now a Bloom filter ({info['Number of items inserted']:,} items, "
+        f"swapped: {key} is now a {name} ({info['Number of items inserted']:,} items, "
         f"{info['Size']:,} bytes); {where}"
     )
     return Migration(
@@ -299,30 +349,39 @@ def migrate_set(
 
 
 def copy_members(
-    client: redis.Redis, key: str, temp: str, batch_size: int, total: int, progress: Progress
+    client: redis.Redis,
+    key: str,
+    temp: str,
+    batch_size: int,
+    total: int,
+    progress: Progress,
+    kind: str = "bloom",
 ) -> tuple[int, int]:
     """One SSCAN pass over the set into the filter at ``temp``: (members sent, counted new).
 
-    Each round trip carries the previous batch's ``BF.INSERT`` and the next ``SSCAN``.
-    ``NOCREATE``: if the filter vanished, fail rather than create one with the server defaults.
+    Each round trip carries the previous batch's ``BF.INSERT`` (a cuckoo filter's
+    ``CF.INSERTNX``: each member once) and the next ``SSCAN``. ``NOCREATE``: if the filter
+    vanished, fail rather than create one with the server defaults.
     """
+    insert = "CF.INSERTNX" if kind == "cuckoo" else "BF.INSERT"
+    answer = cuckoo_added_unique if kind == "cuckoo" else as_bool
     sent = new = 0
     cursor: int | None = 0  # None once the scan is complete
     pending: list[Any] = []
     while cursor is not None or pending:
         pipe = client.pipeline(transaction=False)
         if pending:
-            pipe.execute_command("BF.INSERT", temp, "NOCREATE", "ITEMS", *pending)
+            pipe.execute_command(insert, temp, "NOCREATE", "ITEMS", *pending)
         if cursor is not None:
             pipe.sscan(key, cursor, count=batch_size)
         replies = pipe.execute(raise_on_error=False)
         if pending:
             if isinstance(replies[0], ResponseError):
-                raise MigrationError(f"BF.INSERT into {temp} failed: {replies[0]}")
+                raise MigrationError(f"{insert} into {temp} failed: {replies[0]}")
             try:
-                new += sum(as_bools(replies[0]))
+                new += sum(as_bools(replies[0], 0, answer))
             except BloomFilterError as error:
-                raise MigrationError(f"BF.INSERT into {temp} failed: {error}") from None
+                raise MigrationError(f"{insert} into {temp} failed: {error}") from None
             sent += len(pending)
             progress.batch(sent, total)
         pending = []
@@ -344,11 +403,12 @@ def load_urls(
     *,
     report: Callable[[str], None] = print,
     batch_size: int = 1000,
+    kind: str = "bloom",
 ) -> int:
     """Adds the scrapy-redis fingerprints of GET requests for ``urls`` to the filter at ``key``
-    (created with ``options`` if missing), ``batch_size`` to a command; returns how many were
-    new. Needs Scrapy and scrapy-redis (the fingerprints are theirs): ``MigrationError`` if
-    either is missing.
+    (created with ``options`` if missing; a cuckoo filter with ``kind="cuckoo"``, each
+    fingerprint added once), ``batch_size`` to a command; returns how many were new. Needs Scrapy
+    and scrapy-redis (the fingerprints are theirs): ``MigrationError`` if either is missing.
 
     Every line is read and checked first: a line that is not a URL (blank lines and lines
     starting with ``#`` are skipped) raises ``MigrationError`` naming it, and nothing is loaded.
@@ -369,6 +429,7 @@ def load_urls(
         capacity=options.capacity,
         error_rate=options.error_rate,
         window=options.window,
+        kind=kind,
     )
     fingerprints: list[str] = []
     for number, line in enumerate(urls, start=1):
@@ -382,27 +443,41 @@ def load_urls(
                 f"line {number} is not a URL ({url[:80]!r}: {error}): nothing was loaded"
             ) from None
     # Only now, with every line read: the filter is created if missing.
+    name = KIND_NAMES[kind]
     sharded = sharded_parameters(client, key)
     if sharded is not None:
+        found = KIND_NAMES.get(str(sharded.get("kind") or "bloom"), "filter")
+        cls = "CuckooFilter" if found == KIND_NAMES["cuckoo"] else "BloomFilter"
         raise MigrationError(
-            f"{key} is a Bloom filter sharded over {sharded.get('shards')} keys: --urls loads "
-            "one-key filters only (load it with redis_bf.BloomFilter(..., "
+            f"{key} is a {found} sharded over {sharded.get('shards')} keys: --urls loads "
+            f"one-key filters only (load it with redis_bf.{cls}(..., "
             f"shards={sharded.get('shards')}).add_many)"
         )
-    kind = str(decode(client.type(key)))
-    if kind not in (FILTER_TYPE, "none"):
+    key_type = str(decode(client.type(key)))
+    for other, other_type in KIND_TYPES.items():
+        if key_type == other_type and other != kind:
+            raise MigrationError(other_kind_advice(key, other, kind))
+    if key_type not in (KIND_TYPES[kind], "none"):
+        option = " --kind cuckoo" if kind == "cuckoo" else ""
         hint = (
-            f"convert it first ({program_name()} {key}), then load the URLs"
-            if kind == "set"
+            f"convert it first ({program_name()}{option} {key}), then load the URLs"
+            if key_type == "set"
             else "give another key, or delete it"
         )
-        raise MigrationError(f"{key} holds a {kind}, not a Bloom filter: {hint}")
+        raise MigrationError(f"{key} holds a {key_type}, not a {name}: {hint}")
     dupefilter.open()  # creates the filter if missing, says so in the log (and a window's mismatch)
-    loader = BloomFilter(
-        client, key, options.capacity, options.error_rate, window=options.window,
-        batch_size=batch_size,
-    )  # fmt: skip
-    answers = loader.add_many(fingerprints)
+    loader: BloomFilter | CuckooFilter
+    if kind == "cuckoo":
+        loader = CuckooFilter(
+            client, key, options.capacity, options.error_rate, batch_size=batch_size
+        )
+        answers = loader.add_many(fingerprints, unique=True)
+    else:
+        loader = BloomFilter(
+            client, key, options.capacity, options.error_rate, window=options.window,
+            batch_size=batch_size,
+        )  # fmt: skip
+        answers = loader.add_many(fingerprints)
     report(f"{key}: {len(answers):,} URLs loaded, {sum(answers):,} of them new to the filter")
     return sum(answers)
 
@@ -440,6 +515,14 @@ def window_arg(text: str) -> int | None:
             f"{value}: must be from 1 to {MAX_WINDOW} seconds (ten years), or 0 for none"
         )
     return value or None
+
+
+def kind_arg(text: str) -> str:
+    """A kind of filter: bloom or cuckoo."""
+    kind = text.strip().lower()
+    if kind not in KIND_NAMES:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be bloom or cuckoo")
+    return kind
 
 
 def interval_arg(text: str) -> float:
@@ -570,9 +653,9 @@ def parser_for(prog: str) -> ArgumentParser:
         prog=prog,
         description=(
             "Convert a scrapy-redis fingerprint set (<spider>:dupefilter) into a redis-bf Bloom "
-            "filter under the same key, atomically, so the crawl resumes with "
-            "redis_bf.scrapy.RFPDupeFilter. Stop the spiders first. With --urls, load the "
-            "fingerprints of a list of URLs into a filter instead."
+            "filter (or, with --kind cuckoo, a cuckoo filter) under the same key, atomically, so "
+            "the crawl resumes with redis_bf.scrapy.RFPDupeFilter. Stop the spiders first. With "
+            "--urls, load the fingerprints of a list of URLs into a filter instead."
         ),
         epilog=(
             "A string key (a client-side filter such as scrapy-redis-bloomfilter's bit array) "
@@ -607,6 +690,13 @@ def parser_for(prog: str) -> ArgumentParser:
         metavar="SECONDS",
         help="BLOOMFILTER_WINDOW for the new filter: a windowed filter, every fingerprint "
         "remembered for this long from the migration on (default, or 0: no window)",
+    )
+    parser.add_argument(
+        "--kind",
+        type=kind_arg,
+        default="bloom",
+        help="the new filter: bloom (default) or cuckoo (a filter that can forget a request, "
+        'for BLOOMFILTER_KIND = "cuckoo"; no --window)',
     )
     parser.add_argument(
         "--batch",
@@ -647,13 +737,22 @@ def run(prog: str, argv: list[str] | None, out: TextIO) -> int:
         raise UsageError("--keep-set goes with a set's migration, not with --urls")
     if args.urls is not None and args.progress_interval is not None:
         raise UsageError("--progress-interval goes with a set's migration, not with --urls")
+    if args.kind == "cuckoo" and args.window is not None:
+        raise UsageError("--window goes with --kind bloom: a cuckoo filter has no window")
+    if args.kind == "cuckoo" and args.error_rate < CUCKOO_MIN_ERROR:
+        raise UsageError(
+            f"argument --error-rate: {args.error_rate:g}: a cuckoo filter's must be at least "
+            f"{CUCKOO_MIN_ERROR:g}"
+        )
     options = FilterOptions(args.capacity, args.error_rate, args.window)
     client = connect(args.url)
     # Before anything is built: a server without the module says so in one line.
-    require_module(client, args.key)
+    require_module(client, args.key, cuckoo=args.kind == "cuckoo")
     if args.urls is not None:
         lines = read_lines(args.urls)
-        load_urls(client, args.key, lines, options, report=report, batch_size=args.batch)
+        load_urls(
+            client, args.key, lines, options, report=report, batch_size=args.batch, kind=args.kind
+        )
         return 0
     migration = migrate_set(
         client,
@@ -663,8 +762,14 @@ def run(prog: str, argv: list[str] | None, out: TextIO) -> int:
         keep_set=args.keep_set,
         report=report,
         progress_interval=1.0 if args.progress_interval is None else args.progress_interval,
+        kind=args.kind,
     )
-    if migration is not None:
+    if migration is not None and args.kind == "cuckoo":
+        report(
+            f'next: set DUPEFILTER_CLASS = "{NEXT_CLASS}" and BLOOMFILTER_KIND = "cuckoo", and '
+            "start the spiders again"
+        )
+    elif migration is not None:
         report(f'next: set DUPEFILTER_CLASS = "{NEXT_CLASS}" and start the spiders again')
     return 0
 
