@@ -9,6 +9,7 @@ mod cuckoo;
 use bf_filter::window::{MAX_WINDOW_SECONDS, MIN_WINDOWED_ERROR_RATE, MIN_WINDOW_SECONDS};
 use bf_filter::{sizing::MIN_ERROR_RATE, FilterError, MAX_EXPANSION};
 pub use cuckoo::CfError;
+use std::ffi::CStr;
 use std::fmt;
 
 /// An error reply.
@@ -73,8 +74,13 @@ pub enum BfError {
     BadTime,
     /// `AT` from a client: only a primary or the AOF may say what time it is.
     TimeFromClient,
-    /// An add or lookup on a filter that BF.LOADCHUNK is still rebuilding.
-    BeingRestored { loaded: u64, total: u64 },
+    /// An add or lookup on a filter that `loadchunk` is still rebuilding: its family's
+    /// (`BF.LOADCHUNK` or `CF.LOADCHUNK`), as its value type names it.
+    BeingRestored {
+        loadchunk: &'static CStr,
+        loaded: u64,
+        total: u64,
+    },
     /// A BF.LOADCHUNK data chunk for a filter that is not being restored.
     NotRestoring,
     /// A BF.LOADCHUNK data chunk that is not the next one (out of order, or sent twice).
@@ -326,10 +332,15 @@ impl BfError {
                 "ERR AT is only taken from a primary or the AOF: a windowed filter keeps the \
                  primary's time",
             ),
-            BfError::BeingRestored { loaded, total } => write!(
+            BfError::BeingRestored {
+                loadchunk,
+                loaded,
+                total,
+            } => write!(
                 f,
-                "ERR filter is being restored by BF.LOADCHUNK ({loaded} of {total} bytes loaded): \
-                 it answers once its last chunk has arrived"
+                "ERR filter is being restored by {} ({loaded} of {total} bytes loaded): it \
+                 answers once its last chunk has arrived",
+                loadchunk.to_string_lossy()
             ),
             BfError::NotRestoring => f.write_str(
                 "ERR invalid chunk: the filter is not being restored (data chunks only follow \
@@ -406,6 +417,7 @@ mod tests {
             },
             BfError::CannotGrow,
             BfError::BeingRestored {
+                loadchunk: c"CF.LOADCHUNK",
                 loaded: 1,
                 total: 2,
             },

@@ -154,6 +154,7 @@ fn missing_keys_and_other_types_answer_as_documented() {
         "ERR not found",
     );
     error(&mut conn, "CF.LOADCHUNK none 9 abcdefgh", "ERR not found");
+    error(&mut conn, "CF.LOADCHUNK none 0 abcdefgh", "ERR not found");
     assert_eq!(call(&mut conn, "EXISTS none"), Frame::Int(0));
     // Another type, a Bloom filter's included: WRONGTYPE everywhere (RedisBloom answers 0 for
     // lookups and "Not found" for deletes).
@@ -178,6 +179,12 @@ fn missing_keys_and_other_types_answer_as_documented() {
         }
     }
     ok(&mut conn, "CF.RESERVE c 100");
+    // Iterator 0 starts no chunk (RedisBloom answers `Invalid position`).
+    error(
+        &mut conn,
+        "CF.LOADCHUNK c 0 abcdefgh",
+        "ERR invalid iterator",
+    );
     error(&mut conn, "BF.ADD c x", wrong);
     error(&mut conn, "BF.EXISTS c x", wrong);
     error(&mut conn, "CF.RESERVE c 100", "ERR item exists");

@@ -1,11 +1,12 @@
 //! Cuckoo filters through every path a value takes: RDB (restart, `DEBUG RELOAD`), `DUMP`/
 //! `RESTORE`, `COPY`, an AOF rewrite replayed, `CF.SCANDUMP`/`CF.LOADCHUNK` (in order, once, into
 //! a filter being restored only), replicas and full syncs (deterministic whatever the replica's
-//! own `bf.cf-*` defaults are, `CF.LOADCHUNK`'s data included), and a compaction that stays
-//! bounded on a big filter.
+//! own `bf.cf-*` defaults are, `CF.LOADCHUNK`'s data included), a compaction that stays bounded
+//! on a big filter, and the reasons `RESTORE` logs for what it refuses.
 
 mod common;
 
+use common::payload::{Envelope, Field};
 use common::{digest, flavor, Conn, Frame, Options, Server};
 use std::time::{Duration, Instant};
 
@@ -153,6 +154,15 @@ fn an_aof_rewrite_holds_filters_as_loadchunk_calls_and_replays_them() {
     assert_kept(&mut server.conn(), &filters, "");
 }
 
+/// The reply of a command on a filter that CF.LOADCHUNK is rebuilding, `loaded` of `total` data
+/// bytes in.
+fn being_restored(loaded: usize, total: usize) -> Frame {
+    Frame::error(&format!(
+        "ERR filter is being restored by CF.LOADCHUNK ({loaded} of {total} bytes loaded): it \
+         answers once its last chunk has arrived"
+    ))
+}
+
 #[test]
 fn chunks_rebuild_a_filter_in_order_once_and_only_while_it_is_restored() {
     let server = Server::start();
@@ -165,18 +175,27 @@ fn chunks_rebuild_a_filter_in_order_once_and_only_while_it_is_restored() {
         assert_eq!(*header_iterator, 1);
         assert_eq!(header.len(), 38);
         assert_eq!(loadchunk(&mut conn, &copy, 1, header), Frame::ok());
-        // Restoring: no add, no lookup, no chunk out of order.
-        let restoring = call(&mut conn, &format!("CF.ADD {copy} x"));
-        assert!(
-            common::error_text(&restoring).contains("being restored"),
-            "{restoring:?}"
+        // Restoring: no add, no lookup, no chunk out of order; the error names CF.LOADCHUNK.
+        let total: usize = chunks[1..].iter().map(|(_, bytes)| bytes.len()).sum();
+        assert_eq!(
+            call(&mut conn, &format!("CF.ADD {copy} x")),
+            being_restored(0, total)
         );
-        assert!(call(&mut conn, &format!("CF.EXISTS {copy} x")).is_error());
+        assert_eq!(
+            call(&mut conn, &format!("CF.EXISTS {copy} x")),
+            being_restored(0, total)
+        );
         if let Some((iterator, bytes)) = chunks.get(2) {
             assert!(loadchunk(&mut conn, &copy, *iterator, bytes).is_error());
         }
+        let mut loaded = 0;
         for (iterator, bytes) in &chunks[1..] {
+            assert_eq!(
+                call(&mut conn, &format!("CF.COUNT {copy} x")),
+                being_restored(loaded, total)
+            );
             assert_eq!(loadchunk(&mut conn, &copy, *iterator, bytes), Frame::ok());
+            loaded += bytes.len();
         }
         assert_eq!(&state(&mut conn, &copy), expected, "{copy}");
         // A filter in use takes no chunk: nobody overwrites a live filter's buckets.
@@ -188,6 +207,85 @@ fn chunks_rebuild_a_filter_in_order_once_and_only_while_it_is_restored() {
             Frame::error("ERR item exists")
         );
     }
+}
+
+/// `payload`'s fields with the first string two bytes short.
+fn first_string_short(envelope: &Envelope, payload: &[u8]) -> (Vec<u8>, usize) {
+    let mut fields = envelope.fields(payload);
+    let string = fields
+        .iter_mut()
+        .find_map(|field| match field {
+            Field::Buffer(bytes) => Some(bytes),
+            _ => None,
+        })
+        .unwrap();
+    let len = string.len();
+    string.truncate(len - 2);
+    (envelope.payload(&fields), len)
+}
+
+#[test]
+fn restore_logs_why_it_refuses_other_encodings_and_short_sub_filters() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    // Strings as they are, so that the test can read the payloads' fields.
+    assert_eq!(call(&mut conn, "CONFIG SET rdbcompression no"), Frame::ok());
+    assert_eq!(call(&mut conn, "CF.RESERVE model 64"), Frame::ok());
+    assert_eq!(call(&mut conn, "CF.ADD model x"), Frame::Int(1));
+    let payload = conn.call(&["DUMP", "model"]).bytes();
+    let envelope = Envelope::from_dump(&payload);
+    let fields = envelope.fields(&payload);
+    let refused = |conn: &mut Conn, forged: &[u8], reason: &str| {
+        assert_eq!(
+            conn.call(&[b"RESTORE".as_slice(), b"forged", b"0", forged]),
+            Frame::error("ERR Bad data format"),
+            "{reason}"
+        );
+        assert_eq!(conn.call(&["EXISTS", "forged"]), Frame::Int(0));
+        let log = server.log();
+        assert!(
+            log.contains(&format!("<bf> cannot load a filter: {reason}")),
+            "{reason}: {log}"
+        );
+    };
+    // An older encoding (RedisBloom before 2.2) and a newer one, each said to be what it is.
+    let older = envelope.with_encoding_version(3).payload(&fields);
+    refused(
+        &mut conn,
+        &older,
+        "a cuckoo filter of encoding version 3: only version 4 loads (RedisBloom 2.2 and later \
+         write it, and this module); version 3 is older, from RedisBloom before 2.2, which hashed \
+         items with 32-bit MurmurHash2 (no later release answers by it)",
+    );
+    let newer = envelope.with_encoding_version(5).payload(&fields);
+    refused(
+        &mut conn,
+        &newer,
+        "a cuckoo filter of encoding version 5: only version 4 loads (RedisBloom 2.2 and later \
+         write it, and this module); version 5 is newer, unknown to this module",
+    );
+    // A sub-filter's buckets two bytes short, in the cuckoo filter's words.
+    let (short, len) = first_string_short(&envelope, &payload);
+    refused(
+        &mut conn,
+        &short,
+        &format!("a sub-filter's buckets of {} bytes, not {len}", len - 2),
+    );
+    // A Bloom filter's bit array keeps its own.
+    assert_eq!(call(&mut conn, "BF.ADD bloom x"), Frame::Int(1));
+    let bloom = conn.call(&["DUMP", "bloom"]).bytes();
+    let (short, len) = first_string_short(&Envelope::from_dump(&bloom), &bloom);
+    refused(
+        &mut conn,
+        &short,
+        &format!("a bit-array piece of {} bytes, not {len}", len - 2),
+    );
+    // The real payload restores.
+    assert_eq!(
+        conn.call(&[b"RESTORE".as_slice(), b"real", b"0", &payload]),
+        Frame::ok()
+    );
+    assert_eq!(call(&mut conn, "CF.EXISTS real x"), Frame::Int(1));
 }
 
 /// A replica's own defaults, unlike the primary's in every cuckoo setting.

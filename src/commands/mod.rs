@@ -13,6 +13,7 @@ pub mod window;
 
 use crate::error::BfError;
 use crate::glue::call::Call;
+use crate::glue::value::Value;
 use bf_filter::sizing::Layout;
 use bf_filter::window::Window;
 use bf_filter::{Filter, Growth};
@@ -89,6 +90,7 @@ pub fn in_use(filter: &Filter) -> Result<(), BfError> {
     match filter.restoring() {
         None => Ok(()),
         Some(loaded) => Err(BfError::BeingRestored {
+            loadchunk: <Filter as Value>::LOADCHUNK,
             loaded,
             total: filter.dump_len(),
         }),

@@ -107,12 +107,13 @@ impl FieldSource for Rdb {
     fn buffer(&mut self, expected: usize) -> Result<Box<[u8]>, LoadError> {
         let string = self.load_string().ok_or(LoadError::Truncated)?;
         let len = string.1;
-        // A piece is never empty (at least 8 bytes).
+        // Never empty: a bit-array piece has at least 8 bytes, a sub-filter's buckets at least 1.
         let bytes = boxed(string);
         if len != expected || len == 0 {
-            return Err(LoadError::Corrupt(format!(
-                "a bit-array piece of {len} bytes, not {expected}"
-            )));
+            return Err(LoadError::WrongLength {
+                len: len as u64,
+                expected: expected as u64,
+            });
         }
         // A filter's array read whole: its pages are already touched, and the kernel merges
         // them into huge ones in the background.

@@ -37,7 +37,8 @@ pub trait Value: Sized + 'static {
     fn data_type() -> &'static RedisType;
     /// Where the type's handle is kept for the command path (no RefCell).
     fn handle() -> &'static AtomicPtr<raw::RedisModuleType>;
-    /// The command its AOF rewrite emits: the family's `LOADCHUNK`.
+    /// The family's `LOADCHUNK`: the command its AOF rewrite emits, and the one an add or lookup
+    /// on a value being restored names.
     const LOADCHUNK: &'static CStr;
     /// Reads a value written in encoding version `encver`.
     fn load(source: &mut impl FieldSource, encver: i32, loading: Loading) -> Result<Self, String>;

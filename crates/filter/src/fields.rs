@@ -11,8 +11,9 @@ pub trait FieldSource {
     fn unsigned(&mut self) -> Option<u64>;
     /// The next field, a double.
     fn double(&mut self) -> Option<f64>;
-    /// The next field, a byte string, if it has exactly `expected` bytes; the source must not
-    /// allocate for a string longer than what it actually holds.
+    /// The next field, a byte string, if it has exactly `expected` bytes (else
+    /// [`LoadError::WrongLength`]); the source must not allocate for a string longer than what
+    /// it actually holds.
     fn buffer(&mut self, expected: usize) -> Result<Box<[u8]>, LoadError>;
     /// The next field, a byte string of whatever length it has (RedisBloom's bit arrays, whose
     /// length the fields before it do not always give); the source must not allocate more than
@@ -34,6 +35,22 @@ pub enum LoadError {
     Truncated,
     /// A field is inconsistent; the text says which.
     Corrupt(String),
+    /// A string field of `len` bytes where the fields before it give `expected`; its reader
+    /// names what the string holds ([`LoadError::naming`]).
+    WrongLength { len: u64, expected: u64 },
+}
+
+impl LoadError {
+    /// The error, a string of the wrong length named as `what` (`a bit-array piece`): each
+    /// family speaks of its own strings.
+    pub fn naming(self, what: &str) -> LoadError {
+        match self {
+            LoadError::WrongLength { len, expected } => {
+                LoadError::Corrupt(format!("{what} of {len} bytes, not {expected}"))
+            }
+            other => other,
+        }
+    }
 }
 
 impl std::fmt::Display for LoadError {
@@ -41,6 +58,9 @@ impl std::fmt::Display for LoadError {
         match self {
             LoadError::Truncated => f.write_str("the data ends early"),
             LoadError::Corrupt(what) => f.write_str(what),
+            LoadError::WrongLength { len, expected } => {
+                write!(f, "a string of {len} bytes, not {expected}")
+            }
         }
     }
 }
@@ -61,7 +81,11 @@ pub(crate) fn read_pieces(
 ) -> Result<BitStore, LoadError> {
     let mut pieces = Vec::new();
     for len in piece_lengths(storage) {
-        pieces.push(source.buffer(len)?);
+        pieces.push(
+            source
+                .buffer(len)
+                .map_err(|err| err.naming("a bit-array piece"))?,
+        );
     }
     BitStore::from_pieces(storage, pieces)
         .ok_or_else(|| LoadError::Corrupt("bad bit-array pieces".into()))
@@ -108,9 +132,10 @@ impl FieldSource for ByteFields<'_> {
     fn buffer(&mut self, expected: usize) -> Result<Box<[u8]>, LoadError> {
         let len = self.tagged(3).ok_or(LoadError::Truncated)?;
         if len != expected as u64 {
-            return Err(LoadError::Corrupt(format!(
-                "a bit-array piece of {len} bytes, not {expected}"
-            )));
+            return Err(LoadError::WrongLength {
+                len,
+                expected: expected as u64,
+            });
         }
         // Checked against what is there before a byte is allocated.
         if self.input.len() < expected {
@@ -157,5 +182,23 @@ impl FieldSink for ByteSink {
         self.bytes
             .extend_from_slice(&(bytes.len() as u64).to_le_bytes());
         self.bytes.extend_from_slice(bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_string_of_the_wrong_length_is_named_by_its_reader() {
+        let expected = piece_lengths(1024).next().unwrap();
+        let mut bytes = vec![3];
+        bytes.extend(2u64.to_le_bytes());
+        bytes.extend([0, 0]);
+        let refused = read_pieces(&mut ByteFields::new(&bytes), 1024).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            format!("a bit-array piece of 2 bytes, not {expected}")
+        );
     }
 }

@@ -20,6 +20,7 @@ pub mod read;
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, Key};
+use crate::glue::value::Value;
 use bf_filter::cuckoo::Cuckoo;
 
 /// A key that should hold a cuckoo filter.
@@ -35,6 +36,7 @@ pub fn in_use(filter: &Cuckoo) -> Result<(), BfError> {
     match filter.restoring() {
         None => Ok(()),
         Some(loaded) => Err(BfError::BeingRestored {
+            loadchunk: <Cuckoo as Value>::LOADCHUNK,
             loaded,
             total: filter.dump_len(),
         }),

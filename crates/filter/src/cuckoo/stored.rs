@@ -61,11 +61,7 @@ pub fn save(filter: &Cuckoo, sink: &mut impl FieldSink) {
 /// Reads a filter saved in encoding version `encver`.
 pub fn load(source: &mut impl FieldSource, encver: u32) -> Result<Cuckoo, LoadError> {
     if encver != ENCODING_VERSION {
-        return Err(LoadError::Corrupt(format!(
-            "a cuckoo filter of encoding version {encver}: only RedisBloom 2.2's and later's \
-             (version 4) load (older ones hashed with 32-bit MurmurHash2, which no release \
-             after them answers by)"
-        )));
+        return Err(LoadError::Corrupt(refused_version(encver)));
     }
     let first = source.unsigned().ok_or(LoadError::Truncated)?;
     if first != OURS {
@@ -94,6 +90,20 @@ pub fn load(source: &mut impl FieldSource, encver: u32) -> Result<Cuckoo, LoadEr
         filter.set_restoring(next)?;
     }
     Ok(filter)
+}
+
+/// Why a filter of encoding version `encver` (not [`ENCODING_VERSION`]) does not load.
+fn refused_version(encver: u32) -> String {
+    let why = if encver < ENCODING_VERSION {
+        "older, from RedisBloom before 2.2, which hashed items with 32-bit MurmurHash2 (no later \
+         release answers by it)"
+    } else {
+        "newer, unknown to this module"
+    };
+    format!(
+        "a cuckoo filter of encoding version {encver}: only version {ENCODING_VERSION} loads \
+         (RedisBloom 2.2 and later write it, and this module); version {encver} is {why}"
+    )
 }
 
 /// Reads the fields after the sub-filter count `count`.
@@ -138,7 +148,9 @@ fn load_fields(
         let len = table_bytes(stored, params.bucket_size, bits)
             .and_then(|len| usize::try_from(len).ok())
             .ok_or_else(|| LoadError::Corrupt("bucket count".into()))?;
-        let data = source.buffer(len)?;
+        let data = source
+            .buffer(len)
+            .map_err(|err| err.naming("a sub-filter's buckets"))?;
         tables.push(Table::from_bytes(stored, params.bucket_size, bits, &data)?);
         expected = expected.saturating_mul(expansion);
     }
@@ -227,9 +239,35 @@ mod tests {
     }
 
     #[test]
-    fn older_encodings_are_refused_with_a_reason() {
-        let mut fields = ByteFields::new(&[]);
-        let refused = load(&mut fields, 3).unwrap_err().to_string();
-        assert!(refused.contains("encoding version 3"), "{refused}");
+    fn other_encodings_are_refused_with_a_reason() {
+        let refused = |encver| {
+            let mut fields = ByteFields::new(&[]);
+            load(&mut fields, encver).unwrap_err().to_string()
+        };
+        assert_eq!(
+            refused(3),
+            "a cuckoo filter of encoding version 3: only version 4 loads (RedisBloom 2.2 and \
+             later write it, and this module); version 3 is older, from RedisBloom before 2.2, \
+             which hashed items with 32-bit MurmurHash2 (no later release answers by it)"
+        );
+        assert_eq!(
+            refused(5),
+            "a cuckoo filter of encoding version 5: only version 4 loads (RedisBloom 2.2 and \
+             later write it, and this module); version 5 is newer, unknown to this module"
+        );
+    }
+
+    #[test]
+    fn a_short_sub_filter_is_refused_in_the_cuckoo_filter_s_words() {
+        let mut bytes = saved(&grown());
+        // The first sub-filter's string: its tag, its length, its bytes; two bytes short.
+        let at = 8 * 9;
+        assert_eq!(bytes[at], 3);
+        let len = u64::from_le_bytes(bytes[at + 1..at + 9].try_into().unwrap());
+        bytes[at + 1..at + 9].copy_from_slice(&(len - 2).to_le_bytes());
+        assert_eq!(
+            loaded(&bytes).unwrap_err().to_string(),
+            format!("a sub-filter's buckets of {} bytes, not {len}", len - 2)
+        );
     }
 }
