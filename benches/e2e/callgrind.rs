@@ -2,13 +2,43 @@
 //! 20,000 pipelined requests of one command minus an idle run (the same start, setup and
 //! shutdown). This counts the request parsing and reply writing that every command shares, which
 //! `INFO commandstats` leaves out, so it is the fair comparison of a module command with the
-//! server's own.
+//! server's own, and with RedisBloom's (`REDISBLOOM_SO`) and this module's previous build
+//! (`BENCH_BASELINE_SO`) on the same server binary: instruction counts barely move between runs,
+//! so these rows need no pairs.
 
 use crate::common::{Frame, Options, Server};
 use crate::measure::size;
 use crate::report::Row;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
+
+const GROUP: &str = "whole-server instructions per request (callgrind)";
+
+/// The commands compared with another module: the floor (open the key, reply), a lookup and an
+/// add on the 100K-item filter, with their targets against RedisBloom's.
+const AGAINST_OTHERS: [(&str, &[&str], f64); 4] = [
+    (
+        "BF.CARD (open the key, reply: the module floor)",
+        &["BF.CARD", "small"],
+        f64::INFINITY,
+    ),
+    (
+        "BF.EXISTS on a missing key (the floor with an item: no filter work)",
+        &["BF.EXISTS", "missing", "item:__rand_int__"],
+        f64::INFINITY,
+    ),
+    (
+        "BF.EXISTS, 100K-item filter",
+        &["BF.EXISTS", "small", "item:__rand_int__"],
+        0.85,
+    ),
+    (
+        "BF.ADD, 100K-item filter",
+        &["BF.ADD", "small", "item:__rand_int__"],
+        0.90,
+    ),
+];
 
 /// Measures this section and appends its rows.
 pub fn rows(rows: &mut Vec<Row>) {
@@ -17,9 +47,9 @@ pub fn rows(rows: &mut Vec<Row>) {
         return;
     }
     let requests = size(20_000);
-    let idle = instructions_under_callgrind(&[], 0);
+    let idle = instructions_under_callgrind(None, &[], 0);
     let per_request = |command: &[&str]| -> f64 {
-        let busy = instructions_under_callgrind(command, requests);
+        let busy = instructions_under_callgrind(None, command, requests);
         (busy - idle) as f64 / requests as f64
     };
     let get = per_request(&["GET", "k"]);
@@ -42,21 +72,40 @@ pub fn rows(rows: &mut Vec<Row>) {
         ),
         ("BF.ADD, 100K-item filter", add, Some(("SET", set, 1.15))),
     ] {
-        let group = "whole-server instructions per request (callgrind)";
-        let mut row = Row::new(group, name, value, "instr");
+        let mut row = Row::new(GROUP, name, value, "instr");
         if let Some((baseline, value, limit)) = target {
             row = row.against(baseline, value, limit);
         }
         rows.push(row);
     }
+    let missing = per_request(&["BF.EXISTS", "missing", "item:__rand_int__"]);
+    let ours = [card, missing, exists, add];
+    let others = [
+        ("REDISBLOOM_SO", "RedisBloom 2.4", true),
+        ("BENCH_BASELINE_SO", "the previous build", false),
+    ];
+    for (variable, baseline, with_targets) in others {
+        let Some(module) = std::env::var_os(variable).map(PathBuf::from) else {
+            println!("(callgrind: skipped the rows against {baseline}: set {variable})");
+            continue;
+        };
+        let idle = instructions_under_callgrind(Some(&module), &[], 0);
+        for ((name, command, limit), ours) in AGAINST_OTHERS.iter().zip(ours) {
+            let busy = instructions_under_callgrind(Some(&module), command, requests);
+            let theirs = (busy - idle) as f64 / requests as f64;
+            let limit = if with_targets { *limit } else { f64::INFINITY };
+            rows.push(Row::new(GROUP, *name, ours, "instr").against(baseline, theirs, limit));
+        }
+    }
 }
 
-/// Instructions a redis-server with the module executes under callgrind: started, set up (a
-/// 100K-item filter `small` with one item, a string `k`), `requests` of `command` pipelined 16
-/// deep on one connection, then shut down.
-fn instructions_under_callgrind(command: &[&str], requests: u64) -> u64 {
+/// Instructions a redis-server with the module (this one, or `module`) executes under
+/// callgrind: started, set up (a 100K-item filter `small` with one item, a string `k`),
+/// `requests` of `command` pipelined 16 deep on one connection, then shut down.
+fn instructions_under_callgrind(module: Option<&Path>, command: &[&str], requests: u64) -> u64 {
     let mut server = Server::with(
         Options {
+            module: module.map(Path::to_path_buf),
             // Relative to the server's directory, its working directory.
             prefix: [
                 "valgrind",

@@ -6,7 +6,7 @@
 
 use crate::common::{Conn, Frame, Server};
 use crate::measure::{batch_of_100, size};
-use crate::redisbloom::{side_by_side, Workload};
+use crate::redisbloom::{side_by_side, Workload, GROUP};
 use crate::report::Row;
 use crate::server;
 use std::path::PathBuf;
@@ -53,7 +53,7 @@ pub fn rows(ours: &Server, rows: &mut Vec<Row>) {
         .against("RedisBloom", used[1] as f64, 1.005),
     );
     for workload in workloads() {
-        rows.push(side_by_side(ours, &theirs, workload));
+        rows.push(side_by_side(ours, &theirs, workload, GROUP, "RedisBloom"));
     }
 }
 

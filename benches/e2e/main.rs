@@ -3,7 +3,8 @@
 //! Redis's own SET and GET measured on the same server in the same run; RedisBloom side by side
 //! on the same server binary and workloads, when `REDISBLOOM_SO` names a build of it (alternating
 //! runs, a ratio per pair and their median); whole-server instructions per request under
-//! callgrind; RDB save and load of a 1 GB filter next to the same bytes in plain strings; memory
+//! callgrind (against RedisBloom's and the previous build's, `BENCH_BASELINE_SO`); big filters
+//! with huge pages on and off; RDB save and load of a 1 GB filter next to the same bytes in plain strings; memory
 //! per item; and the core microbenchmarks (criterion's results, if `cargo bench -p bf-filter`
 //! ran first).
 //!
@@ -28,6 +29,7 @@ mod commands;
 mod creation;
 mod cuckoo;
 mod filter_core;
+mod huge_pages;
 mod layout;
 mod memory;
 mod persistence;
@@ -43,7 +45,8 @@ fn main() {
     let mut rows = Vec::new();
 
     // BENCH_ONLY=commands,persistence runs some sections (core, commands, batches, redisbloom,
-    // cuckoo, callgrind, bounded, creation, memory, window, layout, persistence); all by default.
+    // cuckoo, callgrind, bounded, creation, memory, window, layout, hugepages, persistence); all by
+    // default.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let wanted = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
     if wanted("core") {
@@ -79,6 +82,9 @@ fn main() {
     }
     if wanted("layout") {
         layout::rows(&server, &mut rows);
+    }
+    if wanted("hugepages") {
+        huge_pages::rows(&mut rows);
     }
     if wanted("persistence") {
         persistence::rows(&server, &mut rows);

@@ -6,7 +6,7 @@ use std::path::Path;
 
 /// How the benchmark starts a server: pinned to CPU 0 (`redis-benchmark` runs on CPU 1),
 /// logging at Redis's default level rather than the tests' `verbose`.
-fn options() -> Options {
+pub fn options() -> Options {
     Options {
         prefix: common::pin_to(0),
         ..Options::default()
