@@ -176,7 +176,7 @@ python-bench: build
 # live in fuzz/corpus and are replayed by `make test`; a crash is written to fuzz/artifacts: copy it
 # to fuzz/regressions/<target>/ so that `make test` replays it too, then fix it.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := arguments chunks stored older_stored redisbloom
+FUZZ_TARGETS := arguments chunks stored older_stored redisbloom cuckoo_stored cuckoo_header cuckoo_chunks
 fuzz: deps
 	@command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 	cd fuzz && for target in $(FUZZ_TARGETS); do \

@@ -2,7 +2,10 @@
 //! `fuzz/corpus/older_stored`, `fuzz/corpus/redisbloom`): the stored form and the dump of a few
 //! real chains and windowed filters (their iterators tagged), a windowed filter and a chain as the
 //! older revisions stored them, a RedisBloom 2.4 dump header, and RedisBloom's RDB layouts of one
-//! sub-filter in every encoding version.
+//! sub-filter in every encoding version; and for the cuckoo targets (`fuzz/corpus/cuckoo_stored`,
+//! `fuzz/corpus/cuckoo_header`, `fuzz/corpus/cuckoo_chunks`), the stored form, header and chunks of
+//! a few cuckoo filters of both kinds (RedisBloom's and bounded), grown, with deletes, and two
+//! being restored.
 //! `cargo run -p bf-filter --example fuzz_seeds`.
 
 use bf_filter::dump::{dump_tag, header, next_iterator, tagged};
@@ -137,10 +140,7 @@ fn main() {
     revision_103.extend_from_slice(&to_bytes(&filters[4]));
     write(&root.join("older_stored"), 5, &revision_103);
 
-    let head: Vec<u8> = (0..REDISBLOOM_HEADER.len())
-        .step_by(2)
-        .map(|at| u8::from_str_radix(&REDISBLOOM_HEADER[at..at + 2], 16).unwrap())
-        .collect();
+    let head = hex(REDISBLOOM_HEADER);
     let mut input = (head.len() as u16).to_le_bytes().to_vec();
     input.extend_from_slice(&head);
     input.extend_from_slice(&(1u64 + 1984).to_le_bytes());
@@ -183,6 +183,105 @@ fn main() {
         sink.unsigned(0);
         write(&root.join("redisbloom"), usize::from(encver), &sink.bytes);
     }
+
+    cuckoo_seeds(&root);
+}
+
+/// The cuckoo targets' seeds.
+fn cuckoo_seeds(root: &Path) {
+    use bf_filter::cuckoo::{dump, stored, Bound, Cuckoo, Limits, Params};
+    /// Buckets, bucket size, max iterations, expansion, bounded error rate, items, deletes.
+    type Shape = (u64, u64, u64, u64, Option<f64>, u32, u32);
+    let shapes: [Shape; 7] = [
+        (4, 2, 20, 1, None, 3, 0),
+        (4, 2, 20, 2, None, 60, 5),
+        (8, 4, 500, 4, None, 200, 20),
+        (2, 1, 3, 1, None, 40, 0),
+        (16, 2, 20, 0, None, 20, 2),
+        (4, 4, 50, 2, Some(0.01), 120, 10),
+        (8, 4, 500, 1, Some(0.001), 100, 0),
+    ];
+    let mut filters: Vec<Cuckoo> = shapes
+        .into_iter()
+        .map(
+            |(buckets, size, iterations, expansion, error, items, deletes)| {
+                let params = Params::new(size, iterations, expansion).unwrap();
+                let bound = error.map(|error| Bound::for_error(error).unwrap());
+                let mut filter = Cuckoo::new(buckets, params, bound, u64::MAX).unwrap();
+                for i in 0..items {
+                    let _ = filter.add(format!("item:{i}").as_bytes(), &Limits::NONE);
+                }
+                for i in 0..deletes {
+                    filter.delete(format!("item:{}", i * 3).as_bytes());
+                }
+                filter
+            },
+        )
+        .collect();
+    // Two filters being restored: the header and the first data chunk of a grown one (in two
+    // pieces), and a bounded one with no data yet.
+    for source in [1, 5] {
+        let mut restoring = dump::Header::parse(&dump::header(&filters[source]))
+            .unwrap()
+            .into_filter()
+            .unwrap();
+        if source == 1 {
+            let chunk = filters[source].chunk(0).unwrap().to_vec();
+            let (a, b) = chunk.split_at(chunk.len() / 2);
+            restoring.load_chunk(0, a).unwrap();
+            restoring.load_chunk(a.len() as u64, b).unwrap();
+        }
+        filters.push(restoring);
+    }
+    for (index, filter) in filters.iter().enumerate() {
+        let mut sink = ByteSink::default();
+        stored::save(filter, &mut sink);
+        write(&root.join("cuckoo_stored"), index, &sink.bytes);
+        let head = dump::header(filter);
+        write(&root.join("cuckoo_header"), index, &head);
+        // The chunks target's framing, as for the Bloom filter's: the chunks a filter in use
+        // dumps, the ones that arrived for one being restored; for the grown one, also cut in
+        // pieces of 5 bytes (a chunk may have any length within its sub-filter).
+        let mut input = (head.len() as u16).to_le_bytes().to_vec();
+        input.extend_from_slice(&head);
+        let mut pieces = input.clone();
+        for (offset, chunk) in filter.loaded_chunks() {
+            let iterator = next_iterator(offset, chunk.len());
+            input.extend_from_slice(&iterator.to_le_bytes());
+            input.extend_from_slice(&(chunk.len() as u16).to_le_bytes());
+            input.extend_from_slice(&chunk);
+            for (at, piece) in chunk.chunks(5).enumerate() {
+                let iterator = next_iterator(offset + at as u64 * 5, piece.len());
+                pieces.extend_from_slice(&iterator.to_le_bytes());
+                pieces.extend_from_slice(&(piece.len() as u16).to_le_bytes());
+                pieces.extend_from_slice(piece);
+            }
+        }
+        write(&root.join("cuckoo_chunks"), index, &input);
+        if index == 1 {
+            write(&root.join("cuckoo_chunks"), 100 + index, &pieces);
+        }
+    }
+    // RedisBloom 2.4.23's own dump of CF.RESERVE sd 8 holding a, b, c (header and one chunk).
+    let head = hex(
+        "030000000000000004000000000000000000000000000000010000000000000002001400\
+                    0100",
+    );
+    let chunk = hex("0000c4cb00001000");
+    write(&root.join("cuckoo_header"), 100, &head);
+    let mut input = (head.len() as u16).to_le_bytes().to_vec();
+    input.extend_from_slice(&head);
+    input.extend_from_slice(&next_iterator(0, chunk.len()).to_le_bytes());
+    input.extend_from_slice(&(chunk.len() as u16).to_le_bytes());
+    input.extend_from_slice(&chunk);
+    write(&root.join("cuckoo_chunks"), 100, &input);
+}
+
+fn hex(text: &str) -> Vec<u8> {
+    (0..text.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&text[at..at + 2], 16).unwrap())
+        .collect()
 }
 
 fn write(dir: &Path, index: usize, bytes: &[u8]) {
