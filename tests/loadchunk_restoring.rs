@@ -335,3 +335,21 @@ fn an_aof_rewrite_of_a_half_restored_filter_rebuilds_the_same_half() {
     }
     assert_eq!(digest(&mut conn, "dst"), digest(&mut conn, "src"));
 }
+
+/// INFO bf counts a copy made with BF.LOADCHUNK as what it is once its last chunk frees the
+/// restore's own state, and nothing once both filters are gone.
+#[test]
+fn info_bf_counts_a_completed_restore_at_its_size_and_nothing_once_it_is_gone() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let chunks = source(&mut conn, "src");
+    let size = conn.call(&["BF.INFO", "src", "SIZE"]).items()[0].int() as u64;
+    assert_eq!(common::info_bf(&server, "bf_bytes"), size);
+    for (iterator, data) in &chunks {
+        assert_eq!(loadchunk(&mut conn, "copy", *iterator, data), Frame::ok());
+    }
+    assert_eq!(common::info_bf(&server, "bf_bytes"), 2 * size);
+    assert_eq!(conn.call(&["DEL", "src", "copy"]), Frame::Int(2));
+    assert_eq!(common::info_bf(&server, "bf_filters"), 0);
+    assert_eq!(common::info_bf(&server, "bf_bytes"), 0);
+}

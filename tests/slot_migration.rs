@@ -7,6 +7,13 @@
 //! holds no key, BF.INFO is what it was plus the items added, the TTL survived, and the target's
 //! replica agrees (DEBUG DIGEST-VALUE, BF.DEBUG).
 //!
+//! Cuckoo filters move the same way (their CF.LOADCHUNK sequence): four of every kind (RESERVE's
+//! options, grown by CF.ADD, ERROR's bounded kind, one with deletes done) and a 64 MiB one move
+//! while a client adds to and deletes from the four; afterwards each is, on the new owner, what a
+//! reference server given the same commands (the acknowledged ones once each) holds, in every
+//! reply that shows a filter; and `INFO bf` counts them on the new owner only (that test is
+//! ignored: a completed CF.LOADCHUNK restore leaves 32 bytes too many in `bf_cf_bytes`).
+//!
 //! On servers without atomic slot migration (Redis 7.0 and 8.2, Valkey 8.0) a test asserts that
 //! the server has no such command (keys move there with MIGRATE, tested in tests/cluster.rs).
 
@@ -193,8 +200,8 @@ fn writer(nodes: Vec<String>, stop: Arc<AtomicBool>) -> (Vec<Acknowledged>, Vec<
     (acknowledged, refused)
 }
 
-/// Moves slots 3300 and 7365 (the three keys) from `source` to `target` with CLUSTER
-/// MIGRATESLOTS, and waits for it: when it started and finished.
+/// Moves slots 3300 and 7365 (tags `{b}` and `{c}`: every key of a test) from `source` to
+/// `target` with CLUSTER MIGRATESLOTS, and waits for it: when it started and finished.
 fn migrate(admin: &mut Conn, source: &Server, target: &Server) -> (Instant, Instant) {
     let target_id = target.conn().call(&["CLUSTER", "MYID"]).text();
     // The target holds its own clients to 1 MiB filters: what the source sends (the 69 MB filter's
@@ -333,4 +340,448 @@ fn filters_move_with_their_slots_while_a_client_adds_to_them() {
     assert_eq!(conn.call(&["DBSIZE"]), Frame::Int(3));
     the_new_owner_holds_every_item(&mut conn, &before, &acknowledged);
     the_replica_agrees(&mut conn, &replica);
+}
+
+/// The cuckoo filters, in the same two slots: RESERVE's options, one grown by CF.ADD, the bounded
+/// kind (`ERROR`), one with deletes done; and a 64 MiB one, which nobody writes to while it
+/// moves, so that the move lasts (its snapshot) while the others take writes.
+const CF_OPTIONS: &str = "{b}cf:options";
+const CF_GROWN: &str = "{b}cf:grown";
+const CF_BOUNDED: &str = "{b}cf:bounded";
+const CF_DELETED: &str = "{b}cf:deleted";
+const CF_BIG: &str = "{c}cf:big";
+
+/// The cuckoo filters a client writes to during the move.
+const CF_WRITTEN: [&str; 4] = [CF_OPTIONS, CF_GROWN, CF_BOUNDED, CF_DELETED];
+
+/// Those it also deletes from. (A CF.DEL takes the newest copy of the item's fingerprint in its
+/// buckets, which may be another item's: on the other two, every item added answers 1 or more.)
+const CF_DELETED_FROM: [&str; 2] = [CF_GROWN, CF_DELETED];
+
+/// Items deleted from CF_DELETED before the move (`before:0` to `before:299`).
+const DELETED_BEFORE: i64 = 300;
+
+/// CF.INFO as name -> value.
+fn cf_info(conn: &mut Conn, key: &str) -> BTreeMap<String, Frame> {
+    conn.call(&["CF.INFO", key])
+        .items()
+        .chunks(2)
+        .map(|pair| (pair[0].text(), pair[1].clone()))
+        .collect()
+}
+
+/// Every chunk CF.SCANDUMP gives for `key`, as (iterator, data), the header first.
+fn cf_scandump(conn: &mut Conn, key: &str) -> Vec<(i64, Vec<u8>)> {
+    let mut chunks = Vec::new();
+    let mut iterator = 0;
+    loop {
+        let reply = conn.call(&["CF.SCANDUMP", key, &iterator.to_string()]);
+        assert!(!reply.is_error(), "CF.SCANDUMP {key} {iterator}: {reply:?}");
+        let reply = reply.items();
+        iterator = reply[0].int();
+        if iterator == 0 {
+            return chunks;
+        }
+        chunks.push((iterator, reply[1].bytes()));
+    }
+}
+
+/// `CF.ADD key item` for each item, in one pipeline; each must answer 1.
+fn cf_add_all(conn: &mut Conn, key: &str, items: &[String]) {
+    let commands: Vec<Vec<&str>> = items
+        .iter()
+        .map(|item| vec!["CF.ADD", key, item.as_str()])
+        .collect();
+    for (item, reply) in items.iter().zip(common::pipeline(conn, &commands)) {
+        assert_eq!(reply, Frame::Int(1), "CF.ADD {key} {item}");
+    }
+}
+
+/// The four small cuckoo filters, made by the same commands wherever `conn` points (the source,
+/// and the reference server).
+fn four_cuckoo_filters(conn: &mut Conn) {
+    let before = |count| common::names("before", 0, count);
+    let reserve = [
+        "CF.RESERVE",
+        CF_OPTIONS,
+        "2000",
+        "BUCKETSIZE",
+        "4",
+        "MAXITERATIONS",
+        "50",
+        "EXPANSION",
+        "2",
+    ];
+    common::ok(conn, &reserve);
+    cf_add_all(conn, CF_OPTIONS, &before(1000));
+    // Made by its first CF.ADD with the defaults (1,024 slots a sub-filter, expansion 1), grown
+    // to three sub-filters or more by the rest.
+    cf_add_all(conn, CF_GROWN, &before(3000));
+    common::ok(conn, &["CF.RESERVE", CF_BOUNDED, "1000", "ERROR", "0.001"]);
+    cf_add_all(conn, CF_BOUNDED, &before(1000));
+    // Room for every add of the test in its one sub-filter: a filter of one sub-filter is never
+    // compacted, so its delete counter only grows.
+    common::ok(conn, &["CF.RESERVE", CF_DELETED, "100000"]);
+    cf_add_all(conn, CF_DELETED, &before(1000));
+    for item in before(DELETED_BEFORE as usize) {
+        assert_eq!(conn.call(&["CF.DEL", CF_DELETED, &item]), Frame::Int(1));
+    }
+}
+
+/// Everything a client can see of a cuckoo filter: CF.INFO, CF.DEBUG, DEBUG DIGEST-VALUE and the
+/// CF.SCANDUMP chunks.
+struct CuckooState {
+    info: BTreeMap<String, Frame>,
+    debug: Frame,
+    digest: Frame,
+    chunks: Vec<(i64, Vec<u8>)>,
+}
+
+impl CuckooState {
+    /// The state of the filter at `key`.
+    fn of(conn: &mut Conn, key: &str) -> CuckooState {
+        CuckooState {
+            info: cf_info(conn, key),
+            debug: conn.call(&["CF.DEBUG", key]),
+            digest: common::digest(conn, key),
+            chunks: cf_scandump(conn, key),
+        }
+    }
+
+    /// Asserts that `self` (`got`) is `expected`, field by field; chunks are compared without
+    /// printing megabytes of them.
+    fn assert_is(&self, expected: &CuckooState, what: &str) {
+        assert_eq!(self.info, expected.info, "{what}: CF.INFO");
+        assert_eq!(self.debug, expected.debug, "{what}: CF.DEBUG");
+        assert_eq!(self.digest, expected.digest, "{what}: DEBUG DIGEST-VALUE");
+        let shape = |chunks: &[(i64, Vec<u8>)]| -> Vec<(i64, usize)> {
+            chunks.iter().map(|(it, data)| (*it, data.len())).collect()
+        };
+        assert_eq!(
+            shape(&self.chunks),
+            shape(&expected.chunks),
+            "{what}: CF.SCANDUMP chunks (iterator, length)"
+        );
+        for ((iterator, got), (_, wanted)) in self.chunks.iter().zip(&expected.chunks) {
+            let first_difference = got.iter().zip(wanted).position(|(a, b)| a != b);
+            assert_eq!(
+                first_difference, None,
+                "{what}: CF.SCANDUMP chunk {iterator}, its first differing byte"
+            );
+        }
+    }
+}
+
+/// CF.MEXISTS (a thousand items a command) and CF.COUNT of each item: the answers, item by item.
+fn cf_answers(conn: &mut Conn, key: &str, items: &[String]) -> Vec<(Frame, Frame)> {
+    let mut exists = Vec::new();
+    for chunk in items.chunks(1000) {
+        let mut command = vec!["CF.MEXISTS", key];
+        command.extend(chunk.iter().map(String::as_str));
+        exists.extend(conn.call(&command).items());
+    }
+    let counts: Vec<Vec<&str>> = items
+        .iter()
+        .map(|item| vec!["CF.COUNT", key, item.as_str()])
+        .collect();
+    exists
+        .into_iter()
+        .zip(common::pipeline(conn, &counts))
+        .collect()
+}
+
+/// Asserts that `got` and `expected` answer alike for every item; names the first that does not.
+fn assert_same_answers(
+    key: &str,
+    items: &[String],
+    got: &[(Frame, Frame)],
+    expected: &[(Frame, Frame)],
+) {
+    assert_eq!(got.len(), items.len(), "{key}");
+    assert_eq!(expected.len(), items.len(), "{key}");
+    for ((item, got), expected) in items.iter().zip(got).zip(expected) {
+        assert_eq!(got, expected, "{key} {item}: (CF.MEXISTS, CF.COUNT)");
+    }
+}
+
+/// A write the client made and the server acknowledged: the key, the command (CF.ADD or CF.DEL),
+/// the item, the reply, and when.
+type CuckooWrite = (&'static str, &'static str, String, i64, Instant);
+
+/// A client that writes to the four small cuckoo filters through a cluster client on `nodes`
+/// until `stop`: in each round a CF.ADD of `during:<round>` to each, and every fourth round a
+/// CF.DEL from [`CF_DELETED_FROM`] of one of the items added before (`before:999` down to
+/// `before:300`, which CF_DELETED still holds); a round a millisecond at most, so that CF_GROWN
+/// (32 expansions of 1,024 slots at most) has room for every add however long the move lasts.
+/// The writes acknowledged, in order, and those refused.
+fn cuckoo_writer(nodes: Vec<String>, stop: Arc<AtomicBool>) -> (Vec<CuckooWrite>, Vec<String>) {
+    let client = ClusterClient::builder(nodes)
+        .retries(20)
+        .response_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let mut conn = client.get_connection().unwrap();
+    let mut acknowledged = Vec::new();
+    let mut refused = Vec::new();
+    let mut round = 0;
+    while !stop.load(Ordering::Relaxed) {
+        for key in CF_WRITTEN {
+            let mut writes = vec![("CF.ADD", format!("during:{round}"))];
+            if round % 4 == 3 && CF_DELETED_FROM.contains(&key) {
+                writes.push(("CF.DEL", format!("before:{}", 999 - (round / 4) % 700)));
+            }
+            for (command, item) in writes {
+                let reply: redis::RedisResult<i64> =
+                    redis::cmd(command).arg(key).arg(&item).query(&mut conn);
+                match reply {
+                    Ok(reply) => acknowledged.push((key, command, item, reply, Instant::now())),
+                    Err(err) => refused.push(format!("{command} {key} {item}: {err}")),
+                }
+            }
+        }
+        round += 1;
+        sleep(Duration::from_millis(1));
+    }
+    (acknowledged, refused)
+}
+
+/// The sum of the CF.INFO Size of `keys`.
+fn cf_sizes(conn: &mut Conn, keys: &[&str]) -> i64 {
+    keys.iter()
+        .map(|key| cf_info(conn, key)["Size"].int())
+        .sum()
+}
+
+/// The cuckoo filters after their move, and what the test knows of them.
+struct MovedCuckooFilters {
+    source: Server,
+    target: Server,
+    _replica: Server,
+    /// A server outside the cluster given the same commands as the four small filters (the
+    /// client's writes not yet).
+    reference: Server,
+    /// CF.INFO of the four small filters before the move.
+    before: BTreeMap<&'static str, BTreeMap<String, Frame>>,
+    /// The big filter before the move, and its answers for `big_items`.
+    big_before: CuckooState,
+    big_items: Vec<String>,
+    big_answers: Vec<(Frame, Frame)>,
+    /// INFO bf on the source before the move (`bf_cf_filters`, `bf_cf_bytes`), and the sum of the
+    /// five CF.INFO Size then.
+    info_before: (String, String, i64),
+    /// The client's acknowledged writes, in order, and those made while the slots moved.
+    acknowledged: Vec<CuckooWrite>,
+    started: Instant,
+    finished: Instant,
+}
+
+/// Every cuckoo filter of the test, by key.
+const CF_ALL: [&str; 5] = [CF_OPTIONS, CF_GROWN, CF_BOUNDED, CF_DELETED, CF_BIG];
+
+/// Makes the five cuckoo filters on the source (the four small ones on a reference server too),
+/// and moves their slots to the target while a client writes to the four.
+fn move_cuckoo_filters() -> MovedCuckooFilters {
+    let (source, target, replica) = cluster();
+    let reference = Server::start();
+    let mut expected = reference.conn();
+    let mut admin = source.conn();
+    four_cuckoo_filters(&mut admin);
+    four_cuckoo_filters(&mut expected);
+    // 2^25 buckets of 2 slots: 64 MiB.
+    common::ok(&mut admin, &["CF.RESERVE", CF_BIG, "67108864"]);
+    cf_add_all(&mut admin, CF_BIG, &common::names("before", 0, 1000));
+    assert!(cf_info(&mut admin, CF_BIG)["Size"].int() >= 64 << 20);
+
+    // The filters are the kinds they are meant to be, and the same on the reference server.
+    let info = cf_info(&mut admin, CF_OPTIONS);
+    let options = ["Bucket size", "Max iterations", "Expansion rate"].map(|name| info[name].int());
+    assert_eq!(options, [4, 50, 2]);
+    assert!(cf_info(&mut admin, CF_GROWN)["Number of filters"].int() >= 3);
+    assert_eq!(
+        cf_info(&mut admin, CF_BOUNDED)["Error rate"],
+        Frame::bulk("0.001")
+    );
+    let deleted = cf_info(&mut admin, CF_DELETED)["Number of items deleted"].int();
+    assert_eq!(deleted, DELETED_BEFORE);
+    for key in CF_WRITTEN {
+        CuckooState::of(&mut admin, key).assert_is(&CuckooState::of(&mut expected, key), key);
+    }
+    let before = CF_WRITTEN
+        .into_iter()
+        .map(|key| (key, cf_info(&mut admin, key)))
+        .collect();
+    let info_before = (
+        source.info_field("bf", "bf_cf_filters"),
+        source.info_field("bf", "bf_cf_bytes"),
+        cf_sizes(&mut admin, &CF_ALL),
+    );
+    // The big filter takes no write: it must arrive as it left.
+    let mut big_items = common::names("before", 0, 1000);
+    big_items.extend(common::names("never", 0, 1000));
+    let big_before = CuckooState::of(&mut admin, CF_BIG);
+    let big_answers = cf_answers(&mut admin, CF_BIG, &big_items);
+
+    // A client adds to and deletes from the four small filters through the whole move.
+    let stop = Arc::new(AtomicBool::new(false));
+    let nodes: Vec<String> = [&source, &target]
+        .iter()
+        .map(|server| format!("redis://127.0.0.1:{}/", server.port))
+        .collect();
+    let writing = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || cuckoo_writer(nodes, stop))
+    };
+    sleep(Duration::from_millis(300));
+    let (started, finished) = migrate(&mut admin, &source, &target);
+    // Writes go on at the new owner for a while, then stop.
+    sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let (acknowledged, refused) = writing.join().unwrap();
+    assert!(refused.is_empty(), "writes refused: {refused:?}");
+    let during = |command: &str| {
+        acknowledged
+            .iter()
+            .filter(|write| write.1 == command && (started..finished).contains(&write.4))
+            .count()
+    };
+    let (adds, deletes) = (during("CF.ADD"), during("CF.DEL"));
+    assert!(
+        adds >= 10 && deletes >= 1,
+        "{adds} adds and {deletes} deletes during the move"
+    );
+
+    // The source has handed every key over.
+    wait_for("the source to drop the moved keys", 30, || {
+        source.conn().call(&["DBSIZE"]) == Frame::Int(0)
+    });
+    assert_eq!(target.conn().call(&["DBSIZE"]), Frame::Int(5));
+    MovedCuckooFilters {
+        source,
+        target,
+        _replica: replica,
+        reference,
+        before,
+        big_before,
+        big_items,
+        big_answers,
+        info_before,
+        acknowledged,
+        started,
+        finished,
+    }
+}
+
+#[test]
+fn cuckoo_filters_move_with_their_slots_while_a_client_writes_to_them() {
+    if !flavor().has_atomic_slot_migration() {
+        return; // The server has no MIGRATESLOTS: tested above.
+    }
+    let moved = move_cuckoo_filters();
+    let acknowledged = &moved.acknowledged;
+    let mut conn = moved.target.conn();
+    let mut expected = moved.reference.conn();
+
+    // The reference server takes each acknowledged write once, in the order the client made them,
+    // and answers as the cluster did.
+    for (key, command, item, reply, _) in acknowledged {
+        assert_eq!(
+            expected.call(&[*command, key, item]),
+            Frame::Int(*reply),
+            "{command} {key} {item} on the reference server"
+        );
+    }
+    let mut items = common::names("before", 0, 3000);
+    items.extend(common::names("never", 0, 1000));
+    for key in CF_WRITTEN {
+        // Every reply that shows the filter is the reference's.
+        let state = CuckooState::of(&mut conn, key);
+        state.assert_is(&CuckooState::of(&mut expected, key), key);
+        // Each acknowledged write counted once: items and deletes are the counts before the move
+        // plus the client's.
+        let acked = |command: &str| {
+            acknowledged
+                .iter()
+                .filter(|write| write.0 == key && write.1 == command && write.3 == 1)
+                .count() as i64
+        };
+        let inserted =
+            moved.before[key]["Number of items inserted"].int() + acked("CF.ADD") - acked("CF.DEL");
+        let info = &state.info;
+        assert_eq!(
+            info["Number of items inserted"],
+            Frame::Int(inserted),
+            "{key}"
+        );
+        if key == CF_DELETED {
+            let deletes = DELETED_BEFORE + acked("CF.DEL");
+            assert_eq!(
+                info["Number of items deleted"],
+                Frame::Int(deletes),
+                "{key}"
+            );
+        }
+        // Every item, added before or during the move or never, answers as on the reference.
+        let mut asked = items.clone();
+        asked.extend(
+            acknowledged
+                .iter()
+                .filter(|write| write.0 == key && write.1 == "CF.ADD")
+                .map(|write| write.2.clone()),
+        );
+        let got = cf_answers(&mut conn, key, &asked);
+        assert_same_answers(key, &asked, &got, &cf_answers(&mut expected, key, &asked));
+        // An item added while the slot moved counts as on the reference server, which took it
+        // once: where nothing is deleted, once or more (a twin of its fingerprint in its buckets
+        // counts too).
+        let added_during = acknowledged.iter().filter(|write| {
+            write.0 == key
+                && write.1 == "CF.ADD"
+                && (moved.started..moved.finished).contains(&write.4)
+        });
+        for (_, _, item, _, _) in added_during {
+            let count = conn.call(&["CF.COUNT", key, item]).int();
+            let once = expected.call(&["CF.COUNT", key, item]).int();
+            assert_eq!(count, once, "CF.COUNT {key} {item}");
+            if !CF_DELETED_FROM.contains(&key) {
+                assert!(count >= 1, "CF.COUNT {key} {item}: {count}");
+            }
+        }
+    }
+    // The big filter arrived as it left.
+    CuckooState::of(&mut conn, CF_BIG).assert_is(&moved.big_before, CF_BIG);
+    let got = cf_answers(&mut conn, CF_BIG, &moved.big_items);
+    assert_same_answers(CF_BIG, &moved.big_items, &got, &moved.big_answers);
+}
+
+#[test]
+fn info_bf_counts_moved_cuckoo_filters_on_their_new_owner_only() {
+    if !flavor().has_atomic_slot_migration() {
+        return; // The server has no MIGRATESLOTS: tested above.
+    }
+    let moved = move_cuckoo_filters();
+    let (filters, bytes, sizes) = &moved.info_before;
+    assert_eq!(
+        (filters.as_str(), bytes.clone()),
+        ("5", sizes.to_string()),
+        "source (bf_cf_filters, bf_cf_bytes) before the move, against the sum of CF.INFO Size"
+    );
+    // None on the source once it has freed them (maybe on its lazy-free thread); all five on the
+    // target, their bytes the sum of their Size.
+    let source = &moved.source;
+    wait_for("the source to free the moved filters", 30, || {
+        source.info_field("bf", "bf_cf_filters") == "0"
+    });
+    assert_eq!(
+        source.info_field("bf", "bf_cf_bytes"),
+        "0",
+        "source bf_cf_bytes"
+    );
+    let target = &moved.target;
+    assert_eq!(target.info_field("bf", "bf_cf_filters"), "5");
+    let sizes = cf_sizes(&mut target.conn(), &CF_ALL);
+    assert_eq!(
+        target.info_field("bf", "bf_cf_bytes"),
+        sizes.to_string(),
+        "target bf_cf_bytes, against the sum of the five CF.INFO Size"
+    );
 }

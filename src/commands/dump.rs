@@ -94,9 +94,12 @@ pub fn loadchunk(call: &Call) -> Result<(), BfError> {
         let filter = key.filter_mut()?.ok_or(BfError::NotFound)?;
         let position = position_for_chunk(iterator, dump_tag(filter))?;
         let offset = chunk_offset(position, data.len()).ok_or(BfError::BadIterator)?;
+        let before = crate::size::memory_usage(filter);
         filter
             .load_chunk(offset, data)
             .map_err(BfError::from_chunk)?;
+        // The last chunk frees the restore's own state: INFO bf counts what is left.
+        crate::stats::filter_resized(before, filter);
         if filter.restoring().is_none() {
             if let Filter::Windowed(windowed) = filter {
                 super::window::settle_clock(call, windowed);

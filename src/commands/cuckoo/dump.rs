@@ -9,6 +9,7 @@ use crate::glue::key::Access;
 use crate::parse::Args;
 use bf_filter::chunks::{chunk_offset, next_iterator};
 use bf_filter::cuckoo::dump::{header, Header};
+use bf_filter::FilterError;
 
 /// An iterator: a whole number; RedisBloom's `Invalid position` otherwise.
 fn parse_iterator(token: &[u8]) -> Result<u64, BfError> {
@@ -57,7 +58,11 @@ pub fn loadchunk(call: &Call) -> Result<(), BfError> {
         if key.filter()?.is_some() {
             return Err(BfError::ItemExists);
         }
-        let header = Header::parse(data).map_err(BfError::from_chunk)?;
+        // A bounded filter's rate is a cuckoo filter's (1e-12 and up), not a Bloom filter's.
+        let header = Header::parse(data).map_err(|err| match err {
+            FilterError::BadErrorRate => BfError::Cf(CfError::BadErrorRate),
+            other => BfError::from_chunk(other),
+        })?;
         let limit = call.size_limit();
         let bytes = header.planned_bytes();
         if bytes > limit.bytes() {
@@ -70,9 +75,12 @@ pub fn loadchunk(call: &Call) -> Result<(), BfError> {
     } else {
         let filter = key.filter_mut()?.ok_or(BfError::NotFound)?;
         let offset = chunk_offset(iterator, data.len()).ok_or(BfError::BadIterator)?;
+        let before = crate::size::cuckoo_memory_usage(filter);
         filter
             .load_chunk(offset, data)
             .map_err(BfError::from_chunk)?;
+        // The last chunk frees the restore's own state: INFO bf counts what is left.
+        crate::stats::cuckoo_resized(before, filter);
     }
     call.reply_ok();
     call.replicate_verbatim();
