@@ -53,6 +53,22 @@ pub fn rows(ours: &Server, rows: &mut Vec<Row>) {
     for workload in &workloads()[..2] {
         rows.push(throughput(ours, &theirs, workload));
     }
+    rows.push(ceiling(ours));
+}
+
+/// The time per request of `GET` on a random (missing) key under the same load: the server's
+/// own parsing, networking and reply, with no module, which bounds any module command's rate.
+fn ceiling(server: &Server) -> Row {
+    let command = ["GET".to_string(), "item:__rand_int__".to_string()];
+    let times = (0..5)
+        .map(|_| 1e6 / redis_benchmark(server, size(1_000_000), 1_000_000_000, &command))
+        .collect();
+    Row::new(
+        THROUGHPUT,
+        "GET of a random key (the server alone: the ceiling)",
+        median(times),
+        "us",
+    )
 }
 
 /// The section's filters, half full: `ten` (10M items) and, if `hundred`, `hundred` (100M).
