@@ -441,14 +441,17 @@ struct Done {
 /// time (`AT`, see `super::window`); a write that changed nothing is not propagated.
 fn propagate(call: &Call, done: &Done) {
     let all = done.applied.end == call.args().len();
-    let words = match (done.created, done.time) {
+    let mut made: Vec<&[u8]> = vec![call.args().get(1)];
+    let (change, creation_words);
+    match (done.created, done.time) {
         (_, Some(time)) if done.changed || done.created.is_some() => {
-            super::window::time_change(&time.shape, time.now)
+            change = super::window::time_change(&time.shape, time.now);
+            made.extend(change.words());
         }
         (Some(creation), None) => {
-            let mut words = creation.words();
-            words.push("ITEMS".to_string());
-            words
+            creation_words = creation.words();
+            made.extend(creation_words.iter().map(|word| word.as_bytes()));
+            made.push(b"ITEMS");
         }
         (None, None) if done.changed && all => return call.replicate_verbatim(),
         (None, None) if done.changed => {
@@ -456,9 +459,7 @@ fn propagate(call: &Call, done: &Done) {
             return call.replicate(c"BF.MADD", &[key], done.applied.clone());
         }
         _ => return,
-    };
-    let mut made: Vec<&[u8]> = vec![call.args().get(1)];
-    made.extend(words.iter().map(|word| word.as_bytes()));
+    }
     call.replicate(c"BF.INSERT", &made, done.applied.clone());
 }
 
