@@ -151,7 +151,7 @@ struct Request {
 /// BF.ADD key item
 pub fn add(call: &Call) -> Result<(), BfError> {
     let mut key = FilterKey::open(call, 1, Access::Write);
-    let Some(added) = add_in_room(&mut key, call.args().get(2)) else {
+    let Some(added) = add_in_room(call, &mut key) else {
         return add_items_in(call, key, Request::of_items(call, Answer::One));
     };
     // What `add_items_in` does for this case, and nothing else: its bookkeeping (the creation
@@ -169,7 +169,7 @@ pub fn add(call: &Call) -> Result<(), BfError> {
 /// The common case of BF.ADD: one item into a filter without a window, in use, whose newest
 /// sub-filter has room for it, so that nothing can be created, grow, expire or be refused.
 /// Whether the item was new; `None` for every other case (then nothing has changed).
-fn add_in_room(key: &mut FilterKey, item: &[u8]) -> Option<bool> {
+fn add_in_room(call: &Call, key: &mut FilterKey) -> Option<bool> {
     let Ok(Some(Filter::Chain(chain))) = key.filter_mut() else {
         return None;
     };
@@ -178,7 +178,7 @@ fn add_in_room(key: &mut FilterKey, item: &[u8]) -> Option<bool> {
     }
     // With no growth possible the size limit is never asked; a full fixed filter refuses the
     // item (and changes nothing): the general path answers that.
-    chain.add(item, u64::MAX).ok()
+    chain.add(call.args().get(2), u64::MAX).ok()
 }
 
 /// BF.MADD key item [item ...]
@@ -441,15 +441,18 @@ struct Done {
 /// time (`AT`, see `super::window`); a write that changed nothing is not propagated.
 fn propagate(call: &Call, done: &Done) {
     let all = done.applied.end == call.args().len();
-    let mut made: Vec<&[u8]> = vec![call.args().get(1)];
+    // Allocated only for a command propagated in another form (most are not).
+    let mut made: Vec<&[u8]> = Vec::new();
     let (change, creation_words);
     match (done.created, done.time) {
         (_, Some(time)) if done.changed || done.created.is_some() => {
             change = super::window::time_change(&time.shape, time.now);
+            made.push(call.args().get(1));
             made.extend(change.words());
         }
         (Some(creation), None) => {
             creation_words = creation.words();
+            made.push(call.args().get(1));
             made.extend(creation_words.iter().map(|word| word.as_bytes()));
             made.push(b"ITEMS");
         }
