@@ -464,6 +464,12 @@ fn fail_over(cluster: &mut Cluster) -> FailedOver {
     let victim_index = cluster.by_port(victim.port);
     let servers = &mut cluster.servers;
     let victim_keys = keys_on(&servers[victim_index]);
+    // A replica still in its first sync holds nothing to take over with: on a loaded machine
+    // the handshake can take seconds. Kill the primary once its replica has every key.
+    wait_for("the replica to hold its primary's keys", 60, || {
+        keys_on(&servers[heir]) == victim_keys
+    });
+    servers[heir].catch_up(&servers[victim_index]);
     servers[victim_index].kill();
     let survivors: Vec<usize> = (0..servers.len())
         .filter(|&index| servers[index].port != victim.port)
