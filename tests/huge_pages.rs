@@ -116,7 +116,13 @@ fn big_filters_sit_on_huge_pages_and_give_them_back_when_freed() {
     assert_eq!(ranges_asking(&server), 0);
     big_filter(&mut conn, "big");
     assert!(ranges_asking(&server) > 0);
-    let on_huge = info_bf(&server, "bf_huge_pages_bytes");
+    // Read by a thread of its own, started by INFO: a moment after the first INFO.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut on_huge = info_bf(&server, "bf_huge_pages_bytes");
+    while on_huge == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        on_huge = info_bf(&server, "bf_huge_pages_bytes");
+    }
     let size = conn.call(&["BF.INFO", "big", "SIZE"]).items()[0].int() as u64;
     // Some of the array, and no more than it (the server asks for none itself).
     assert!(

@@ -37,6 +37,9 @@ pub fn rows(rows: &mut Vec<Row>) {
             fill(&mut conn, key, hundred / 2);
         }
     }
+    // The reading is made by a thread INFO starts: ask, give it a moment, ask again.
+    on.info_field("bf", "bf_huge_pages_bytes");
+    std::thread::sleep(std::time::Duration::from_secs(1));
     let on_huge = on.info_field("bf", "bf_huge_pages_bytes");
     let off_huge = off.info_field("bf", "bf_huge_pages_bytes");
     println!("(huge pages: {on_huge} bytes on huge pages with the config on, {off_huge} off)");

@@ -17,7 +17,7 @@
 //! `INFO bf` tells which (`bf_huge_pages`) and how many bytes are on huge pages.
 
 use super::kernel::{advise, Advice};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 
 /// Blocks from this size up ask for huge pages: the smallest piece of a 2 MiB bit array.
 pub const MIN_BYTES: usize = 256 << 10;
@@ -114,13 +114,37 @@ pub fn status() -> &'static std::ffi::CStr {
 /// The server's anonymous memory on transparent huge pages, in bytes (`AnonHugePages` of
 /// `/proc/self/smaps_rollup`, or the sum over `/proc/self/smaps` on kernels before 4.14): in
 /// the kernel's `madvise` mode only ranges that asked have any, and the server asks for none.
-/// 0 if it cannot be read.
+/// 0 where the module never asked and the kernel's mode is not `always`.
+///
+/// The kernel counts it by walking the process's page tables, about 22 ms per GB of small pages
+/// here: far too long for a command. So the reading is made by a short-lived thread of its own,
+/// started by this call when none is running, and this call answers the last reading (at most a
+/// moment old when INFO is read at any pace; 0 before the first).
 pub fn bytes() -> u64 {
-    let read = |path: &str| std::fs::read_to_string(path).ok();
-    read("/proc/self/smaps_rollup")
-        .or_else(|| read("/proc/self/smaps"))
-        .map_or(0, |text| anon_huge_bytes(&text))
+    let worth_reading = ASKED.load(Ordering::Relaxed) || kernel_mode() == KernelMode::Always;
+    if worth_reading && !READING.swap(true, Ordering::AcqRel) {
+        let spawned = std::thread::Builder::new()
+            .name("bf-huge-pages".into())
+            .spawn(|| {
+                let read = |path: &str| std::fs::read_to_string(path).ok();
+                let text = read("/proc/self/smaps_rollup").or_else(|| read("/proc/self/smaps"));
+                ON_HUGE_PAGES.store(
+                    text.map_or(0, |text| anon_huge_bytes(&text)),
+                    Ordering::Relaxed,
+                );
+                READING.store(false, Ordering::Release);
+            });
+        if spawned.is_err() {
+            READING.store(false, Ordering::Release);
+        }
+    }
+    ON_HUGE_PAGES.load(Ordering::Relaxed)
 }
+
+/// The last reading of [`bytes`].
+static ON_HUGE_PAGES: AtomicU64 = AtomicU64::new(0);
+/// True while a thread reads it.
+static READING: AtomicBool = AtomicBool::new(false);
 
 /// The sum of the `AnonHugePages:` lines of an smaps text, in bytes.
 pub fn anon_huge_bytes(text: &str) -> u64 {
