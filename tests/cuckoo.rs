@@ -437,6 +437,49 @@ fn info_bf_counts_cuckoo_filters_their_bytes_and_their_items() {
     assert_eq!(field("filters"), 0);
 }
 
+/// `bf_cf_bytes` against the filter's `Size`, as single adds grow it and single deletes let a
+/// compaction free its newer sub-filters (the two commands size a filter only when it changes
+/// shape, not on every item).
+#[test]
+fn info_bf_follows_a_filter_grown_by_adds_and_shrunk_by_deletes() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    let bytes = || common::info_bf(&server, "bf_cf_bytes");
+    let shape = |conn: &mut Conn| {
+        let info = call(conn, "CF.INFO g").items();
+        (info[1].int() as u64, info[5].int())
+    };
+    ok(&mut conn, "CF.RESERVE g 64 BUCKETSIZE 2 EXPANSION 1");
+    let (mut grown, mut added) = (0, Vec::new());
+    for i in 0..400 {
+        // CF.ADDNX skips an item the filter seems to hold already (a false positive).
+        let verb = if i % 2 == 0 { "CF.ADD" } else { "CF.ADDNX" };
+        if call(&mut conn, &format!("{verb} g item:{i}")) == Frame::Int(1) {
+            added.push(i);
+        }
+        let (size, filters) = shape(&mut conn);
+        assert_eq!(bytes(), size, "after adding item:{i}");
+        grown = grown.max(filters);
+    }
+    assert!(
+        grown >= 4 && added.len() > 390,
+        "{grown} sub-filters, {added:?}"
+    );
+    let mut fewest = grown;
+    for &i in added.iter().rev() {
+        assert_eq!(
+            call(&mut conn, &format!("CF.DEL g item:{i}")),
+            Frame::Int(1)
+        );
+        let (size, filters) = shape(&mut conn);
+        assert_eq!(bytes(), size, "after deleting item:{i}");
+        fewest = fewest.min(filters);
+    }
+    assert_eq!(fewest, 1, "deletes freed the newer sub-filters");
+    assert_eq!(call(&mut conn, "DEL g"), Frame::Int(1));
+    assert_eq!(bytes(), 0);
+}
+
 #[test]
 fn writes_fire_keyspace_events() {
     let server = Server::start();

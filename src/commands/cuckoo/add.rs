@@ -124,12 +124,14 @@ fn add_command(call: &Call, mode: Mode) -> Result<(), BfError> {
     if let Some(creation) = made {
         creation.propagate(call);
     }
-    let before = cuckoo_memory_usage(filter);
     let tables = filter.tables().len();
     let outcome = add_one(call, filter, call.args().get(2), mode);
     stats::cuckoo_items(1, 0, 0);
+    // Its size before the add, from its sub-filters then (an add only appends them): sized only
+    // where it grew or refused, not on every add.
+    let before = || filter.planned_size_of_first(tables) as usize;
     if filter.tables().len() != tables {
-        stats::cuckoo_resized(before, filter);
+        stats::cuckoo_resized(before(), filter);
     }
     match outcome {
         Outcome::Added => {
@@ -140,7 +142,7 @@ fn add_command(call: &Call, mode: Mode) -> Result<(), BfError> {
             call.notify(c"cf.add", 1);
         }
         Outcome::Held => call.reply_bool(false),
-        Outcome::Refused(err) => return Err(refusal(err, call, before)),
+        Outcome::Refused(err) => return Err(refusal(err, call, before())),
     }
     Ok(())
 }

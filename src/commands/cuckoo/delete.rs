@@ -19,10 +19,14 @@ pub fn del(call: &Call) -> Result<(), BfError> {
         .filter_mut()?
         .ok_or(BfError::Cf(CfError::DeleteNotFound))?;
     in_use(filter)?;
-    let before = cuckoo_memory_usage(filter);
+    // Only a filter of several sub-filters can shrink (a compaction frees the newest): one of
+    // one is not sized on every delete.
+    let before = (filter.tables().len() > 1).then(|| cuckoo_memory_usage(filter));
     let deleted = filter.delete(call.args().get(2));
     stats::cuckoo_items(0, 0, usize::from(deleted));
-    stats::cuckoo_resized(before, filter);
+    if let Some(before) = before {
+        stats::cuckoo_resized(before, filter);
+    }
     call.reply_bool(deleted);
     if deleted {
         call.replicate_verbatim();

@@ -156,19 +156,21 @@ impl Cuckoo {
 
     /// True if `item` may have been added (and not deleted since).
     pub fn contains(&self, item: &[u8]) -> bool {
-        self.contains_print(&self.print(item))
+        match self.hashing() {
+            // RedisBloom's hashing (every filter made without ERROR) spelled out, here and in
+            // `add` and `delete`: the steps are compiled for it, not chosen item by item.
+            Hashing::RedisBloom => self.contains_print(&Print::of(item, Hashing::RedisBloom)),
+            hashing => self.contains_print(&Print::of(item, hashing)),
+        }
     }
 
+    #[inline(always)]
     fn contains_print(&self, print: &Print) -> bool {
+        if let [table] = &*self.tables {
+            return table.holds(print);
+        }
         self.prefetch(print);
-        self.tables.iter().any(|table| {
-            let fingerprint = print.fingerprint(table.bits());
-            let first = table.find(table.bucket_of(print.first()), fingerprint);
-            first.is_some()
-                || table
-                    .find(table.bucket_of(print.second()), fingerprint)
-                    .is_some()
-        })
+        self.tables.iter().any(|table| table.holds(print))
     }
 
     /// Asks the CPU to load the item's second bucket in every sub-filter (and the first of all
@@ -238,8 +240,10 @@ impl Cuckoo {
     /// Adds `item` (another copy if it is there already).
     pub fn add(&mut self, item: &[u8], limits: &Limits) -> Result<(), FilterError> {
         self.check_room(limits)?;
-        let print = self.print(item);
-        self.insert(print, limits)
+        match self.hashing() {
+            Hashing::RedisBloom => self.insert(Print::of(item, Hashing::RedisBloom), limits),
+            hashing => self.insert(Print::of(item, hashing), limits),
+        }
     }
 
     /// Adds `item` unless it may be there already: true if added.
@@ -253,11 +257,22 @@ impl Cuckoo {
         Ok(true)
     }
 
+    #[inline(always)]
     fn insert(&mut self, print: Print, limits: &Limits) -> Result<(), FilterError> {
+        if self.place(&print) {
+            self.added();
+            return Ok(());
+        }
+        self.insert_evicting(print, limits)
+    }
+
+    /// The rest of an insert whose buckets are full: evictions, then growth (out of line, so
+    /// that the usual insert, an empty slot found, sets up none of it).
+    #[inline(never)]
+    fn insert_evicting(&mut self, print: Print, limits: &Limits) -> Result<(), FilterError> {
         loop {
-            if self.place(&print) || self.evict(&print) {
-                self.items = self.items.saturating_add(1);
-                self.keep_items_within_slots();
+            if self.evict(&print) {
+                self.added();
                 return Ok(());
             }
             if self.params.expansion == 0 {
@@ -267,24 +282,29 @@ impl Cuckoo {
                 return Err(FilterError::TooManyCopies);
             }
             self.grow(limits.max_bytes)?;
+            if self.place(&print) {
+                self.added();
+                return Ok(());
+            }
         }
+    }
+
+    /// Counts an item placed.
+    #[inline]
+    fn added(&mut self) {
+        self.items = self.items.saturating_add(1);
+        self.keep_items_within_slots();
     }
 
     /// Puts the print in the first empty slot of its first bucket, else its second, in the
     /// newest sub-filter that has one.
+    #[inline(always)]
     fn place(&mut self, print: &Print) -> bool {
-        self.prefetch(print);
-        for table in self.tables.iter_mut().rev() {
-            let fingerprint = print.fingerprint(table.bits());
-            for index in [print.first(), print.second()] {
-                let bucket = table.bucket_of(index);
-                if let Some(slot) = table.empty_slot(bucket) {
-                    table.swap(bucket, slot, fingerprint);
-                    return true;
-                }
-            }
+        if let [table] = &mut *self.tables {
+            return table.place(print);
         }
-        false
+        self.prefetch(print);
+        self.tables.iter_mut().rev().any(|table| table.place(print))
     }
 
     /// RedisBloom's eviction in the newest sub-filter (see the module documentation); false,
@@ -368,21 +388,11 @@ impl Cuckoo {
     /// bucket before its second. False (and nothing changed) if none has it. Compaction may
     /// follow (see `super::compact`).
     pub fn delete(&mut self, item: &[u8]) -> bool {
-        let print = self.print(item);
-        self.prefetch(&print);
-        let mut found = false;
-        'tables: for table in self.tables.iter_mut().rev() {
-            let fingerprint = print.fingerprint(table.bits());
-            for index in [print.first(), print.second()] {
-                let bucket = table.bucket_of(index);
-                if let Some(slot) = table.find(bucket, fingerprint) {
-                    table.swap(bucket, slot, 0);
-                    found = true;
-                    break 'tables;
-                }
-            }
-        }
-        if !found {
+        let removed = match self.hashing() {
+            Hashing::RedisBloom => self.remove(&Print::of(item, Hashing::RedisBloom)),
+            hashing => self.remove(&Print::of(item, hashing)),
+        };
+        if !removed {
             return false;
         }
         self.items = self.items.saturating_sub(1);
@@ -391,6 +401,19 @@ impl Cuckoo {
             self.compact(false);
         }
         true
+    }
+
+    /// Empties one slot holding the print's fingerprint, in the newest sub-filter that has one.
+    #[inline(always)]
+    fn remove(&mut self, print: &Print) -> bool {
+        if let [table] = &mut *self.tables {
+            return table.remove(print);
+        }
+        self.prefetch(print);
+        self.tables
+            .iter_mut()
+            .rev()
+            .any(|table| table.remove(print))
     }
 
     /// Removes the newest sub-filter (emptied by a compaction).
@@ -453,6 +476,13 @@ impl Cuckoo {
         } else {
             0
         }
+    }
+
+    /// What the allocator charged for the filter when it had only its first `count` sub-filters
+    /// (adds only append them): an add learns what it grew by without sizing every filter first.
+    pub fn planned_size_of_first(&self, count: usize) -> u64 {
+        Cuckoo::planned_bytes(self.params.bucket_size, self.table_shapes().take(count))
+            .saturating_add(self.restoring_bytes())
     }
 
     /// What the allocator charges for the filter: what `Size` reports.

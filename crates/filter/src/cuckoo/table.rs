@@ -7,8 +7,27 @@
 //! bucket's bytes, one of the allocator's size classes for every usual bucket) is charged what it
 //! holds.
 
+use super::print::Print;
 use crate::bits::{prefetch_byte, zeroed_piece};
 use crate::FilterError;
+
+/// The first of `slots` (a bucket of one-byte slots) holding `fingerprint`. RedisBloom's usual
+/// buckets of 4 are compared at once, as one word whose bytes that match become zero: the lowest
+/// zero byte flagged is the first match (a borrow can flag only bytes above a real zero).
+#[inline]
+fn find_byte(slots: &[u8], fingerprint: u64) -> Option<u8> {
+    const ONES: u32 = 0x0101_0101;
+    let wanted = u8::try_from(fingerprint).ok()?;
+    if let Ok(&four) = <&[u8; 4]>::try_from(slots) {
+        let word = u32::from_le_bytes(four) ^ (u32::from(wanted) * ONES);
+        let zero = word.wrapping_sub(ONES) & !word & (ONES << 7);
+        return (zero != 0).then(|| (zero.trailing_zeros() / 8) as u8);
+    }
+    slots
+        .iter()
+        .position(|&held| held == wanted)
+        .map(|slot| slot as u8)
+}
 
 /// The largest number of buckets of one sub-filter: 2^56 (RedisBloom's bit-field), far past
 /// any byte limit.
@@ -139,18 +158,24 @@ impl Table {
     }
 
     /// Writes `fingerprint` (0: empty) to `slot` of `bucket`; the one it replaced.
-    #[inline]
+    #[inline(always)]
     pub fn swap(&mut self, bucket: u64, slot: u8, fingerprint: u64) -> u64 {
         let old = if self.bits == 8 {
             let at = bucket as usize * usize::from(self.bucket_size) + usize::from(slot);
             u64::from(std::mem::replace(&mut self.slots[at], fingerprint as u8))
         } else {
-            let offset = self.bit_offset(bucket, slot);
-            let old = read_bits(&self.slots, offset, self.bits);
-            write_bits(&mut self.slots, offset, self.bits, fingerprint);
-            old
+            self.swap_packed(bucket, slot, fingerprint)
         };
         self.occupied = self.occupied + u64::from(fingerprint != 0) - u64::from(old != 0);
+        old
+    }
+
+    /// [`Table::swap`]'s write in packed slots, out of line as [`Table::find_packed`] is.
+    #[inline(never)]
+    fn swap_packed(&mut self, bucket: u64, slot: u8, fingerprint: u64) -> u64 {
+        let offset = self.bit_offset(bucket, slot);
+        let old = read_bits(&self.slots, offset, self.bits);
+        write_bits(&mut self.slots, offset, self.bits, fingerprint);
         old
     }
 
@@ -161,16 +186,64 @@ impl Table {
     }
 
     /// The first slot of `bucket` holding `fingerprint`.
-    #[inline]
+    #[inline(always)]
     pub fn find(&self, bucket: u64, fingerprint: u64) -> Option<u8> {
         if self.bits == 8 {
-            return self
-                .byte_bucket(bucket)
-                .iter()
-                .position(|&held| u64::from(held) == fingerprint)
-                .map(|slot| slot as u8);
+            return find_byte(self.byte_bucket(bucket), fingerprint);
         }
+        self.find_packed(bucket, fingerprint)
+    }
+
+    /// [`Table::find`] in packed slots: out of line, so that the byte slots' lookup is a few
+    /// instructions where it is used.
+    #[inline(never)]
+    fn find_packed(&self, bucket: u64, fingerprint: u64) -> Option<u8> {
         (0..self.bucket_size).find(|&slot| self.get(bucket, slot) == fingerprint)
+    }
+
+    /// The print's fingerprint here and its two buckets, the second's line asked for at once:
+    /// both are read, or may be, and their misses overlap.
+    #[inline(always)]
+    fn buckets_of(&self, print: &Print) -> (u64, [u64; 2]) {
+        let second = self.bucket_of(print.second());
+        self.prefetch(second);
+        let first = self.bucket_of(print.first());
+        (print.fingerprint(self.bits), [first, second])
+    }
+
+    /// True if either of the print's buckets holds its fingerprint.
+    #[inline(always)]
+    pub fn holds(&self, print: &Print) -> bool {
+        let (fingerprint, [first, second]) = self.buckets_of(print);
+        self.find(first, fingerprint).is_some() || self.find(second, fingerprint).is_some()
+    }
+
+    /// Puts the print's fingerprint in the first empty slot of its first bucket, else of its
+    /// second: false if both are full.
+    #[inline(always)]
+    pub fn place(&mut self, print: &Print) -> bool {
+        self.put_in(print, 0, |fingerprint| fingerprint)
+    }
+
+    /// Empties the first slot holding the print's fingerprint, in its first bucket before its
+    /// second: false if neither holds it.
+    #[inline(always)]
+    pub fn remove(&mut self, print: &Print) -> bool {
+        self.put_in(print, print.fingerprint(self.bits), |_| 0)
+    }
+
+    /// Writes `new(fingerprint)` over the first slot of the print's buckets holding `old`.
+    #[inline(always)]
+    fn put_in(&mut self, print: &Print, old: u64, new: impl Fn(u64) -> u64) -> bool {
+        let (fingerprint, [first, second]) = self.buckets_of(print);
+        let found = match self.find(first, old) {
+            Some(slot) => Some((first, slot)),
+            None => self.find(second, old).map(|slot| (second, slot)),
+        };
+        if let Some((bucket, slot)) = found {
+            self.swap(bucket, slot, new(fingerprint));
+        }
+        found.is_some()
     }
 
     /// How many slots of `bucket` hold `fingerprint`.
@@ -276,6 +349,36 @@ mod tests {
             assert_eq!(table.get(3, 1), value(3, 1));
             assert_eq!(table.get(3, 3), value(3, 3));
             assert_eq!(table.empty_slot(3), Some(2));
+        }
+    }
+
+    /// The word-at-once lookup in buckets of 4 against a byte-by-byte one, for every bucket of
+    /// bytes near the wanted one (where a borrow could flag the wrong byte) and every size.
+    #[test]
+    fn a_byte_bucket_lookup_finds_the_first_match_or_none() {
+        for wanted in [0u64, 1, 2, 0x7f, 0x80, 0x81, 0xfe, 0xff, 0x100] {
+            let w = wanted as u8;
+            let near = [
+                0,
+                1,
+                w,
+                w.wrapping_add(1),
+                w.wrapping_sub(1),
+                w ^ 0x80,
+                0xff,
+            ];
+            for size in 1..=5usize {
+                for code in 0..near.len().pow(size as u32) {
+                    let bucket: Vec<u8> = (0..size)
+                        .map(|slot| near[code / near.len().pow(slot as u32) % near.len()])
+                        .collect();
+                    let expected = bucket
+                        .iter()
+                        .position(|&held| u64::from(held) == wanted)
+                        .map(|slot| slot as u8);
+                    assert_eq!(find_byte(&bucket, wanted), expected, "{bucket:?} {wanted}");
+                }
+            }
         }
     }
 }
