@@ -16,8 +16,10 @@ use std::time::Duration;
 const GROUP: &str = "whole-server instructions per request (callgrind)";
 
 /// The commands compared with another module: the floor (open the key, reply), a lookup and an
-/// add on the 100K-item filter, with their targets against RedisBloom's.
-const AGAINST_OTHERS: [(&str, &[&str], f64); 4] = [
+/// add on the 100K-item filter, with their targets against RedisBloom's; and the single cuckoo
+/// commands (whose targets are times per item, in section `cuckoo`: these rows say how much of
+/// the whole request each module's code is).
+const AGAINST_OTHERS: [(&str, &[&str], f64); 7] = [
     (
         "BF.CARD (open the key, reply: the module floor)",
         &["BF.CARD", "small"],
@@ -37,6 +39,21 @@ const AGAINST_OTHERS: [(&str, &[&str], f64); 4] = [
         "BF.ADD, 100K-item filter",
         &["BF.ADD", "small", "item:__rand_int__"],
         0.90,
+    ),
+    (
+        "CF.EXISTS, 1M-slot cuckoo filter",
+        &["CF.EXISTS", "cuckoo", "item:__rand_int__"],
+        f64::INFINITY,
+    ),
+    (
+        "CF.ADD, the same filter",
+        &["CF.ADD", "cuckoo", "item:__rand_int__"],
+        f64::INFINITY,
+    ),
+    (
+        "CF.DEL, the same filter",
+        &["CF.DEL", "cuckoo", "item:__rand_int__"],
+        f64::INFINITY,
     ),
 ];
 
@@ -79,7 +96,13 @@ pub fn rows(rows: &mut Vec<Row>) {
         rows.push(row);
     }
     let missing = per_request(&["BF.EXISTS", "missing", "item:__rand_int__"]);
-    let ours = [card, missing, exists, add];
+    let cuckoo = AGAINST_OTHERS[4..]
+        .iter()
+        .map(|(_, command, _)| per_request(command));
+    let ours: Vec<f64> = [card, missing, exists, add]
+        .into_iter()
+        .chain(cuckoo)
+        .collect();
     let others = [
         ("REDISBLOOM_SO", "RedisBloom 2.4", true),
         ("BENCH_BASELINE_SO", "the previous build", false),
@@ -90,7 +113,7 @@ pub fn rows(rows: &mut Vec<Row>) {
             continue;
         };
         let idle = instructions_under_callgrind(Some(&module), &[], 0);
-        for ((name, command, limit), ours) in AGAINST_OTHERS.iter().zip(ours) {
+        for ((name, command, limit), &ours) in AGAINST_OTHERS.iter().zip(&ours) {
             let busy = instructions_under_callgrind(Some(&module), command, requests);
             let theirs = (busy - idle) as f64 / requests as f64;
             let limit = if with_targets { *limit } else { f64::INFINITY };
@@ -100,7 +123,8 @@ pub fn rows(rows: &mut Vec<Row>) {
 }
 
 /// Instructions a redis-server with the module (this one, or `module`) executes under
-/// callgrind: started, set up (a 100K-item filter `small` with one item, a string `k`),
+/// callgrind: started, set up (a 100K-item filter `small` with one item, a cuckoo filter
+/// `cuckoo` of 1,048,576 slots in buckets of 4, a string `k`),
 /// `requests` of `command` pipelined 16 deep on one connection, then shut down.
 fn instructions_under_callgrind(module: Option<&Path>, command: &[&str], requests: u64) -> u64 {
     let mut server = Server::with(
@@ -125,6 +149,8 @@ fn instructions_under_callgrind(module: Option<&Path>, command: &[&str], request
         Frame::ok()
     );
     assert_eq!(conn.call(&["BF.ADD", "small", "item:1"]), Frame::Int(1));
+    let cuckoo = ["CF.RESERVE", "cuckoo", "1048576", "BUCKETSIZE", "4"];
+    assert_eq!(conn.call(&cuckoo), Frame::ok());
     assert_eq!(conn.call(&["SET", "k", "v"]), Frame::ok());
     if requests > 0 {
         let output = Command::new("redis-benchmark")

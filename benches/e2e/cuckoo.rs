@@ -1,8 +1,9 @@
 //! Section `cuckoo`: cuckoo filters (`CF.*`) side by side with RedisBloom's, when `REDISBLOOM_SO`
 //! names a build of it: the same filter on both (16,777,216 slots in buckets of 4, MAXITERATIONS
 //! 500: the same bytes on both, since the commands are RedisBloom's step for step), filled with
-//! 10,000,000 items; single CF.ADD, CF.EXISTS and CF.DEL, and CF.MEXISTS of 100, per item; and
-//! the memory each server takes for the filter.
+//! 10,000,000 items; single CF.ADD, CF.EXISTS and CF.DEL, and CF.MEXISTS of 100, per item; the
+//! memory each server takes for the filter; and single lookups and deletes on a filter small
+//! enough to stay in cache, the commands' cost without the wait for memory.
 
 use crate::common::{Conn, Frame, Server};
 use crate::measure::{batch_of_100, size};
@@ -13,6 +14,10 @@ use std::path::PathBuf;
 
 /// The filter both servers hold.
 const KEY: &str = "cuckoo";
+
+/// A small filter both hold too (1,024 slots, 500 items: in cache), for the commands' cost
+/// without the wait for memory that every item of the big one has.
+const IN_CACHE: &str = "cuckoo-in-cache";
 
 /// Measures this section and appends its rows.
 pub fn rows(ours: &Server, rows: &mut Vec<Row>) {
@@ -37,8 +42,11 @@ pub fn rows(ours: &Server, rows: &mut Vec<Row>) {
             "500",
         ];
         assert_eq!(conn.call(&reserve), Frame::ok());
-        fill(&mut conn, items);
+        fill(&mut conn, KEY, items);
         used.push(memory(&mut conn) - before);
+        let small = ["CF.RESERVE", IN_CACHE, "1024", "BUCKETSIZE", "4"];
+        assert_eq!(conn.call(&small), Frame::ok());
+        fill(&mut conn, IN_CACHE, 500);
     }
     // Both hold the same bytes: the same commands, RedisBloom's algorithm.
     let dump = |server: &Server| server.conn().call(&["CF.SCANDUMP", KEY, "1"]);
@@ -57,10 +65,11 @@ pub fn rows(ours: &Server, rows: &mut Vec<Row>) {
     }
 }
 
-fn workloads() -> [Workload; 4] {
+fn workloads() -> [Workload; 6] {
     // redis-benchmark's random items from a billion: mostly new ones (adds, lookups of absent
     // items, deletes that find nothing), as the Bloom filter's rows take them.
-    let single = |verb: &str| vec![verb.to_string(), KEY.into(), "item:__rand_int__".into()];
+    let on = |verb: &str, key: &str| vec![verb.to_string(), key.into(), "item:__rand_int__".into()];
+    let single = |verb: &str| on(verb, KEY);
     [
         Workload {
             label: "CF.ADD, 10M-item filter, new items",
@@ -94,16 +103,34 @@ fn workloads() -> [Workload; 4] {
             per: 100.0,
             limit: 0.8,
         },
+        // No target: what the single commands cost where no item waits for memory (the big
+        // filter's rows less these are that wait, which the two modules share).
+        Workload {
+            label: "CF.EXISTS, a 1,024-slot filter (in cache)",
+            name: "cf.exists",
+            requests: size(1_000_000),
+            command: on("CF.EXISTS", IN_CACHE),
+            per: 1.0,
+            limit: f64::INFINITY,
+        },
+        Workload {
+            label: "CF.DEL, the same small filter (deletes that find nothing)",
+            name: "cf.del",
+            requests: size(300_000),
+            command: on("CF.DEL", IN_CACHE),
+            per: 1.0,
+            limit: f64::INFINITY,
+        },
     ]
 }
 
-/// Adds `count` items (`item:0`...) with pipelined CF.INSERT of 1,000 items each.
-fn fill(conn: &mut Conn, count: u64) {
+/// Adds `count` items (`item:0`...) to `key` with pipelined CF.INSERT of 1,000 items each.
+fn fill(conn: &mut Conn, key: &str, count: u64) {
     let mut pending = 0;
     let mut start = 0;
     while start < count {
         let end = (start + 1000).min(count);
-        let mut args = vec!["CF.INSERT".to_string(), KEY.into(), "ITEMS".into()];
+        let mut args = vec!["CF.INSERT".to_string(), key.into(), "ITEMS".into()];
         args.extend((start..end).map(|i| format!("item:{i}")));
         conn.send(&args);
         pending += 1;
