@@ -480,6 +480,61 @@ fn info_bf_follows_a_filter_grown_by_adds_and_shrunk_by_deletes() {
     assert_eq!(bytes(), 0);
 }
 
+/// A single add that would grow a filter past what `maxmemory` leaves is refused with the bytes
+/// the growth needs: the filter's size with the new sub-filter less its size before the add.
+#[test]
+fn a_growth_maxmemory_refuses_names_the_bytes_it_needs() {
+    let server = Server::start();
+    let mut conn = server.conn();
+    ok(&mut conn, "CF.RESERVE m 65536 BUCKETSIZE 4 EXPANSION 4");
+    let size = |conn: &mut Conn| call(conn, "CF.INFO m").items()[1].int();
+    let before = size(&mut conn);
+    let used = common::used_memory(&mut conn);
+    // 192 KiB more than the server uses with the filter: room for its buffers during a batch of
+    // adds, not for the next sub-filter (256 KiB of buckets).
+    ok(
+        &mut conn,
+        &format!("CONFIG SET maxmemory {}", used + (192 << 10)),
+    );
+    ok(&mut conn, "CONFIG SET maxmemory-policy noeviction");
+    let mut refused = None;
+    'batches: for batch in 0..1000 {
+        let adds: Vec<Vec<String>> = (0..100)
+            .map(|i| {
+                vec![
+                    "CF.ADD".into(),
+                    "m".into(),
+                    format!("item:{}", batch * 100 + i),
+                ]
+            })
+            .collect();
+        for (add, reply) in adds.iter().zip(common::pipeline(&mut conn, &adds)) {
+            if let Frame::Error(text) = reply {
+                refused = Some((add[2].clone(), text));
+                break 'batches;
+            }
+        }
+    }
+    let (item, text) = refused.expect("an add refused for maxmemory");
+    assert_eq!(
+        size(&mut conn),
+        before,
+        "a refused add leaves the filter as it was"
+    );
+    ok(&mut conn, "CONFIG SET maxmemory 0");
+    assert_eq!(call(&mut conn, &format!("CF.ADD m {item}")), Frame::Int(1));
+    let grown = size(&mut conn);
+    assert!(
+        grown > before + (192 << 10),
+        "{before} -> {grown} after {text:?}"
+    );
+    let needed = format!(
+        "OOM filter would need {} more bytes, more than maxmemory leaves",
+        grown - before
+    );
+    assert!(text.starts_with(&needed), "{text:?}, expected {needed:?}");
+}
+
 #[test]
 fn writes_fire_keyspace_events() {
     let server = Server::start();
