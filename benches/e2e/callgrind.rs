@@ -41,7 +41,7 @@ const AGAINST_OTHERS: [(&str, &[&str], f64); 7] = [
         0.90,
     ),
     (
-        "CF.EXISTS, 1M-slot cuckoo filter",
+        "CF.EXISTS, an empty cuckoo filter of 1M slots",
         &["CF.EXISTS", "cuckoo", "item:__rand_int__"],
         f64::INFINITY,
     ),
@@ -95,6 +95,22 @@ pub fn rows(rows: &mut Vec<Row>) {
         }
         rows.push(row);
     }
+    let others: Vec<(PathBuf, &str, bool)> = [
+        ("REDISBLOOM_SO", "RedisBloom 2.4", true),
+        ("BENCH_BASELINE_SO", "the previous build", false),
+    ]
+    .into_iter()
+    .filter_map(|(variable, baseline, with_targets)| {
+        let module = std::env::var_os(variable).map(PathBuf::from);
+        if module.is_none() {
+            println!("(callgrind: skipped the rows against {baseline}: set {variable})");
+        }
+        module.map(|module| (module, baseline, with_targets))
+    })
+    .collect();
+    if others.is_empty() {
+        return;
+    }
     let missing = per_request(&["BF.EXISTS", "missing", "item:__rand_int__"]);
     let cuckoo = AGAINST_OTHERS[4..]
         .iter()
@@ -103,15 +119,7 @@ pub fn rows(rows: &mut Vec<Row>) {
         .into_iter()
         .chain(cuckoo)
         .collect();
-    let others = [
-        ("REDISBLOOM_SO", "RedisBloom 2.4", true),
-        ("BENCH_BASELINE_SO", "the previous build", false),
-    ];
-    for (variable, baseline, with_targets) in others {
-        let Some(module) = std::env::var_os(variable).map(PathBuf::from) else {
-            println!("(callgrind: skipped the rows against {baseline}: set {variable})");
-            continue;
-        };
+    for (module, baseline, with_targets) in others {
         let idle = instructions_under_callgrind(Some(&module), &[], 0);
         for ((name, command, limit), &ours) in AGAINST_OTHERS.iter().zip(&ours) {
             let busy = instructions_under_callgrind(Some(&module), command, requests);

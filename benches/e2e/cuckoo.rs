@@ -2,8 +2,8 @@
 //! names a build of it: the same filter on both (16,777,216 slots in buckets of 4, MAXITERATIONS
 //! 500: the same bytes on both, since the commands are RedisBloom's step for step), filled with
 //! 10,000,000 items; single CF.ADD, CF.EXISTS and CF.DEL, and CF.MEXISTS of 100, per item; the
-//! memory each server takes for the filter; and single lookups and deletes on a filter small
-//! enough to stay in cache, the commands' cost without the wait for memory.
+//! memory each server takes for the filter; and single lookups on a filter small enough to stay
+//! in cache, the command's cost without the wait for memory.
 
 use crate::common::{Conn, Frame, Server};
 use crate::measure::{batch_of_100, size};
@@ -15,8 +15,8 @@ use std::path::PathBuf;
 /// The filter both servers hold.
 const KEY: &str = "cuckoo";
 
-/// A small filter both hold too (1,024 slots, 500 items: in cache), for the commands' cost
-/// without the wait for memory that every item of the big one has.
+/// A small filter both hold too (1,024 slots, 500 items: in cache), for a lookup's cost without
+/// the wait for memory that every item of the big one has.
 const IN_CACHE: &str = "cuckoo-in-cache";
 
 /// Measures this section and appends its rows.
@@ -65,7 +65,7 @@ pub fn rows(ours: &Server, rows: &mut Vec<Row>) {
     }
 }
 
-fn workloads() -> [Workload; 6] {
+fn workloads() -> [Workload; 5] {
     // redis-benchmark's random items from a billion: mostly new ones (adds, lookups of absent
     // items, deletes that find nothing), as the Bloom filter's rows take them.
     let on = |verb: &str, key: &str| vec![verb.to_string(), key.into(), "item:__rand_int__".into()];
@@ -103,21 +103,13 @@ fn workloads() -> [Workload; 6] {
             per: 100.0,
             limit: 0.8,
         },
-        // No target: what the single commands cost where no item waits for memory (the big
-        // filter's rows less these are that wait, which the two modules share).
+        // No target: what a single lookup costs where no item waits for memory (the big
+        // filter's row less this one is that wait).
         Workload {
             label: "CF.EXISTS, a 1,024-slot filter (in cache)",
             name: "cf.exists",
             requests: size(1_000_000),
             command: on("CF.EXISTS", IN_CACHE),
-            per: 1.0,
-            limit: f64::INFINITY,
-        },
-        Workload {
-            label: "CF.DEL, the same small filter (deletes that find nothing)",
-            name: "cf.del",
-            requests: size(300_000),
-            command: on("CF.DEL", IN_CACHE),
             per: 1.0,
             limit: f64::INFINITY,
         },
