@@ -18,7 +18,12 @@ mod common;
 use bf_filter::cuckoo::dump::Header;
 use bf_filter::cuckoo::table::table_bytes;
 use bf_filter::cuckoo::Bound;
+use common::chunks::{
+    being_restored, cf_loadchunk as loadchunk, cf_scandump as scandump, not_restoring, offset,
+    out_of_order,
+};
 use common::payload::{Envelope, Field};
+use common::rng::{mangle, Rng};
 use common::{digest, used_memory, Conn, Frame, Options, Server};
 use std::time::{Duration, Instant};
 
@@ -31,42 +36,6 @@ fn call(conn: &mut Conn, line: &str) -> Frame {
 
 fn restore(conn: &mut Conn, key: &str, payload: &[u8]) -> Frame {
     conn.call(&[b"RESTORE".as_slice(), key.as_bytes(), b"0", payload])
-}
-
-/// CF.LOADCHUNK key iterator data (the iterator as a number, or any token).
-fn loadchunk(conn: &mut Conn, key: &str, iterator: impl ToString, data: &[u8]) -> Frame {
-    let iterator = iterator.to_string();
-    conn.call(&[
-        b"CF.LOADCHUNK".as_slice(),
-        key.as_bytes(),
-        iterator.as_bytes(),
-        data,
-    ])
-}
-
-/// The CF.SCANDUMP sequence, up to the `[0, nil]` that ends it (nothing for a filter without
-/// items, as RedisBloom).
-fn scandump(conn: &mut Conn, key: &str) -> Vec<(u64, Vec<u8>)> {
-    let mut chunks = Vec::new();
-    let mut iterator = 0;
-    loop {
-        let reply = conn.call(&["CF.SCANDUMP", key, &iterator.to_string()]);
-        let reply = reply.items();
-        iterator = reply[0].int();
-        if iterator == 0 {
-            assert!(
-                matches!(reply[1], Frame::NullBulk | Frame::Null),
-                "{reply:?}"
-            );
-            return chunks;
-        }
-        chunks.push((iterator as u64, reply[1].bytes()));
-    }
-}
-
-/// The dump offset of the data chunk that comes with `iterator` (RedisBloom's arithmetic).
-fn offset(chunk: &(u64, Vec<u8>)) -> u64 {
-    chunk.0 - 1 - chunk.1.len() as u64
 }
 
 /// The envelope of a real payload: `CF.RESERVE model 8` (4 buckets of 2 slots) holding a, b, c,
@@ -958,7 +927,7 @@ fn loadchunk_refuses_headers_at_their_edges_with_the_module_s_texts() {
 
 /// A filter of several sub-filters: `CF.RESERVE key 8 BUCKETSIZE 2 EXPANSION 2` holding 60
 /// items; its SCANDUMP sequence (the header first, one chunk per sub-filter).
-fn source(conn: &mut Conn, key: &str) -> Vec<(u64, Vec<u8>)> {
+fn source(conn: &mut Conn, key: &str) -> Vec<(i64, Vec<u8>)> {
     assert_eq!(
         call(
             conn,
@@ -972,27 +941,6 @@ fn source(conn: &mut Conn, key: &str) -> Vec<(u64, Vec<u8>)> {
     let chunks = scandump(conn, key);
     assert!(chunks.len() >= 4, "{} chunks", chunks.len());
     chunks
-}
-
-fn being_restored(loaded: u64, total: u64) -> Frame {
-    Frame::error(&format!(
-        "ERR filter is being restored by CF.LOADCHUNK ({loaded} of {total} bytes loaded): it \
-         answers once its last chunk has arrived"
-    ))
-}
-
-fn not_restoring() -> Frame {
-    Frame::error(
-        "ERR invalid chunk: the filter is not being restored (data chunks only follow the header \
-         chunk that created it)",
-    )
-}
-
-fn out_of_order(expected: u64) -> Frame {
-    Frame::error(&format!(
-        "ERR invalid chunk: not the next one (loaded already, or out of order: the next chunk \
-         starts at byte {expected} of the data)"
-    ))
 }
 
 #[test]
@@ -1059,7 +1007,11 @@ fn data_chunks_come_in_order_once_within_their_sub_filter_and_only_while_restori
         "CF.COMPACT dst",
         "CF.SCANDUMP dst 0",
     ] {
-        assert_eq!(call(&mut conn, line), being_restored(0, total), "{line}");
+        assert_eq!(
+            call(&mut conn, line),
+            being_restored("CF.LOADCHUNK", 0, total),
+            "{line}"
+        );
     }
     // The first sub-filter in pieces of 3 bytes (a chunk may have any length within its
     // sub-filter), one of them twice.
@@ -1094,7 +1046,7 @@ fn data_chunks_come_in_order_once_within_their_sub_filter_and_only_while_restori
     assert_eq!(call(&mut conn, "DEBUG RELOAD"), Frame::ok());
     assert_eq!(
         call(&mut conn, "CF.EXISTS dst x"),
-        being_restored(offset(second), total)
+        being_restored("CF.LOADCHUNK", offset(second), total)
     );
     for chunk in &chunks[2..] {
         assert_eq!(loadchunk(&mut conn, "dst", chunk.0, &chunk.1), Frame::ok());
@@ -1111,7 +1063,7 @@ fn data_chunks_come_in_order_once_within_their_sub_filter_and_only_while_restori
         (first.0, first.1.clone()),
         (last.0, last.1.clone()),
         (last.0 + 8, vec![0xff; 8]),
-        (total + 1, Vec::new()),
+        (total as i64 + 1, Vec::new()),
     ] {
         assert_eq!(
             loadchunk(&mut conn, "dst", iterator, &data),
@@ -1141,50 +1093,9 @@ fn data_chunks_come_in_order_once_within_their_sub_filter_and_only_while_restori
     assert_eq!(conn.call(&["PING"]), Frame::simple("PONG"));
 }
 
-/// xorshift64*: a small, seeded generator (the storm is the same on every run, per client).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, from: &'a [T]) -> &'a T {
-        &from[self.below(from.len())]
-    }
-}
-
-/// Changes a few random bytes (or cuts, or extends) of some data.
-fn mangle(rng: &mut Rng, data: &mut Vec<u8>) {
-    for _ in 0..1 + rng.below(3) {
-        if data.is_empty() {
-            data.push(rng.next() as u8);
-            continue;
-        }
-        let at = rng.below(data.len());
-        match rng.below(4) {
-            0 => data[at] = rng.next() as u8,
-            1 => data.truncate(at),
-            2 => data.insert(at, rng.next() as u8),
-            _ => {
-                let word = rng.next().to_le_bytes();
-                let end = (at + 8).min(data.len());
-                data[at..end].copy_from_slice(&word[..end - at]);
-            }
-        }
-    }
-}
-
 /// Material taken from real filters before the storm: SCANDUMP sequences and DUMP payloads.
 struct Samples {
-    dumps: Vec<Vec<(u64, Vec<u8>)>>,
+    dumps: Vec<Vec<(i64, Vec<u8>)>>,
     payloads: Vec<Vec<u8>>,
     envelope: Envelope,
 }
@@ -1253,9 +1164,12 @@ fn storm_client(
             2..=4 => {
                 let dump = rng.pick(&samples.dumps);
                 let (iterator, data) = dump[1 + rng.below(dump.len() - 1)].clone();
+                // As u64: "any" includes numbers past i64::MAX.
                 let iterator = match rng.below(4) {
-                    0 | 1 => iterator,
-                    2 => iterator.wrapping_add(rng.below(16) as u64).wrapping_sub(8),
+                    0 | 1 => iterator as u64,
+                    2 => (iterator as u64)
+                        .wrapping_add(rng.below(16) as u64)
+                        .wrapping_sub(8),
                     _ => rng.next(),
                 };
                 vec![

@@ -6,20 +6,10 @@
 
 mod common;
 
+use common::chunks::{being_restored, cf_loadchunk as loadchunk, cf_scandump as scandump};
 use common::payload::{Envelope, Field};
 use common::{digest, flavor, Conn, Frame, Options, Server};
 use std::time::{Duration, Instant};
-
-/// CF.LOADCHUNK key iterator data.
-fn loadchunk(conn: &mut Conn, key: &str, iterator: i64, data: &[u8]) -> Frame {
-    let iterator = iterator.to_string();
-    conn.call(&[
-        b"CF.LOADCHUNK".as_slice(),
-        key.as_bytes(),
-        iterator.as_bytes(),
-        data,
-    ])
-}
 
 fn call(conn: &mut Conn, line: &str) -> Frame {
     conn.call(&line.split(' ').collect::<Vec<_>>())
@@ -49,26 +39,6 @@ fn state(conn: &mut Conn, key: &str) -> State {
         call(conn, &format!("CF.DEBUG {key}")),
         digest(conn, key),
     )
-}
-
-/// The CF.SCANDUMP sequence, up to the `[0, nil]` that ends it.
-fn scandump(conn: &mut Conn, key: &str) -> Vec<(i64, Vec<u8>)> {
-    let mut chunks = Vec::new();
-    let mut iterator = 0;
-    loop {
-        let reply = conn
-            .call(&["CF.SCANDUMP", key, &iterator.to_string()])
-            .items();
-        iterator = reply[0].int();
-        if iterator == 0 {
-            assert!(
-                matches!(reply[1], Frame::NullBulk | Frame::Null),
-                "{reply:?}"
-            );
-            return chunks;
-        }
-        chunks.push((iterator, reply[1].bytes()));
-    }
 }
 
 /// Four filters made four ways: reserved and grown, auto-created, with deletes that compacted,
@@ -154,15 +124,6 @@ fn an_aof_rewrite_holds_filters_as_loadchunk_calls_and_replays_them() {
     assert_kept(&mut server.conn(), &filters, "");
 }
 
-/// The reply of a command on a filter that CF.LOADCHUNK is rebuilding, `loaded` of `total` data
-/// bytes in.
-fn being_restored(loaded: usize, total: usize) -> Frame {
-    Frame::error(&format!(
-        "ERR filter is being restored by CF.LOADCHUNK ({loaded} of {total} bytes loaded): it \
-         answers once its last chunk has arrived"
-    ))
-}
-
 #[test]
 fn chunks_rebuild_a_filter_in_order_once_and_only_while_it_is_restored() {
     let server = Server::start();
@@ -176,14 +137,17 @@ fn chunks_rebuild_a_filter_in_order_once_and_only_while_it_is_restored() {
         assert_eq!(header.len(), 38);
         assert_eq!(loadchunk(&mut conn, &copy, 1, header), Frame::ok());
         // Restoring: no add, no lookup, no chunk out of order; the error names CF.LOADCHUNK.
-        let total: usize = chunks[1..].iter().map(|(_, bytes)| bytes.len()).sum();
+        let total: u64 = chunks[1..]
+            .iter()
+            .map(|(_, bytes)| bytes.len() as u64)
+            .sum();
         assert_eq!(
             call(&mut conn, &format!("CF.ADD {copy} x")),
-            being_restored(0, total)
+            being_restored("CF.LOADCHUNK", 0, total)
         );
         assert_eq!(
             call(&mut conn, &format!("CF.EXISTS {copy} x")),
-            being_restored(0, total)
+            being_restored("CF.LOADCHUNK", 0, total)
         );
         if let Some((iterator, bytes)) = chunks.get(2) {
             assert!(loadchunk(&mut conn, &copy, *iterator, bytes).is_error());
@@ -192,10 +156,10 @@ fn chunks_rebuild_a_filter_in_order_once_and_only_while_it_is_restored() {
         for (iterator, bytes) in &chunks[1..] {
             assert_eq!(
                 call(&mut conn, &format!("CF.COUNT {copy} x")),
-                being_restored(loaded, total)
+                being_restored("CF.LOADCHUNK", loaded, total)
             );
             assert_eq!(loadchunk(&mut conn, &copy, *iterator, bytes), Frame::ok());
-            loaded += bytes.len();
+            loaded += bytes.len() as u64;
         }
         assert_eq!(&state(&mut conn, &copy), expected, "{copy}");
         // A filter in use takes no chunk: nobody overwrites a live filter's buckets.

@@ -5,7 +5,13 @@
 
 mod common;
 
+use common::chunks::{not_restoring, offset, out_of_order};
 use common::{acl_user, digest, loadchunk, scandump, Conn, Frame, Options, Server};
+
+/// What a filter BF.LOADCHUNK is rebuilding answers, `loaded` of `total` bytes in.
+fn restoring(loaded: u64, total: u64) -> Frame {
+    common::chunks::being_restored("BF.LOADCHUNK", loaded, total)
+}
 
 /// A filter of four sub-filters (a header and four data chunks) holding `item:0`... `item:299`.
 fn source(conn: &mut Conn, key: &str) -> Vec<(i64, Vec<u8>)> {
@@ -17,33 +23,6 @@ fn source(conn: &mut Conn, key: &str) -> Vec<(i64, Vec<u8>)> {
     let chunks = scandump(conn, key);
     assert_eq!(chunks.len(), 5);
     chunks
-}
-
-/// The reply of an add or lookup on a filter being restored.
-fn being_restored(loaded: u64, total: u64) -> Frame {
-    Frame::error(&format!(
-        "ERR filter is being restored by BF.LOADCHUNK ({loaded} of {total} bytes loaded): it \
-         answers once its last chunk has arrived"
-    ))
-}
-
-fn not_restoring() -> Frame {
-    Frame::error(
-        "ERR invalid chunk: the filter is not being restored (data chunks only follow the header \
-         chunk that created it)",
-    )
-}
-
-fn out_of_order(expected: u64) -> Frame {
-    Frame::error(&format!(
-        "ERR invalid chunk: not the next one (loaded already, or out of order: the next chunk \
-         starts at byte {expected} of the data)"
-    ))
-}
-
-/// The dump offset of the data chunk that comes with `iterator` (BF.SCANDUMP's arithmetic).
-fn offset(chunk: &(i64, Vec<u8>)) -> u64 {
-    (chunk.0 - 1) as u64 - chunk.1.len() as u64
 }
 
 fn total(chunks: &[(i64, Vec<u8>)]) -> u64 {
@@ -78,7 +57,7 @@ fn a_filter_being_restored_refuses_adds_and_lookups_until_its_last_chunk() {
         Frame::ok()
     );
     for (index, chunk) in chunks[1..].iter().enumerate() {
-        adds_and_lookups_answer(&mut conn, "dst", &being_restored(offset(chunk), total));
+        adds_and_lookups_answer(&mut conn, "dst", &restoring(offset(chunk), total));
         // What the header said is known: capacity, items, sub-filters.
         assert_eq!(
             conn.call(&["BF.CARD", "dst"]),
@@ -261,7 +240,7 @@ fn the_restoring_state_survives_debug_reload_and_a_restart() {
     let half = digest(&mut conn, "dst");
     assert_eq!(conn.call(&["DEBUG", "RELOAD"]), Frame::ok());
     assert_eq!(digest(&mut conn, "dst"), half);
-    adds_and_lookups_answer(&mut conn, "dst", &being_restored(offset(&chunks[3]), total));
+    adds_and_lookups_answer(&mut conn, "dst", &restoring(offset(&chunks[3]), total));
     assert_eq!(
         loadchunk(&mut conn, "dst", chunks[1].0, &chunks[1].1),
         out_of_order(offset(&chunks[3]))
@@ -272,7 +251,7 @@ fn the_restoring_state_survives_debug_reload_and_a_restart() {
     );
     server.restart();
     let mut conn = server.conn();
-    adds_and_lookups_answer(&mut conn, "dst", &being_restored(offset(&chunks[4]), total));
+    adds_and_lookups_answer(&mut conn, "dst", &restoring(offset(&chunks[4]), total));
     assert_eq!(
         loadchunk(&mut conn, "dst", chunks[4].0, &chunks[4].1),
         Frame::ok()
@@ -296,7 +275,7 @@ fn a_replica_follows_the_restore_chunk_by_chunk() {
         if let Some(next) = chunks.get(index + 1) {
             assert_eq!(
                 on_replica.call(&["BF.EXISTS", "dst", "item:1"]),
-                being_restored(offset(next), total)
+                restoring(offset(next), total)
             );
         }
     }
@@ -329,7 +308,7 @@ fn an_aof_rewrite_of_a_half_restored_filter_rebuilds_the_same_half() {
     server.restart_with(options);
     let mut conn = server.conn();
     assert_eq!(digest(&mut conn, "dst"), half);
-    adds_and_lookups_answer(&mut conn, "dst", &being_restored(offset(&chunks[3]), total));
+    adds_and_lookups_answer(&mut conn, "dst", &restoring(offset(&chunks[3]), total));
     for chunk in &chunks[3..] {
         assert_eq!(loadchunk(&mut conn, "dst", chunk.0, &chunk.1), Frame::ok());
     }

@@ -7,36 +7,8 @@
 mod common;
 
 use common::payload::Envelope;
+use common::rng::{mangle, Rng};
 use common::{used_memory, Conn, Frame, Options, Server, BF_COMMANDS};
-
-/// xorshift64*: a small, seeded generator (the storm is the same on every run).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<'a, T>(&mut self, from: &'a [T]) -> &'a T {
-        &from[self.below(from.len())]
-    }
-
-    fn bytes(&mut self, max: usize) -> Vec<u8> {
-        let len = self.below(max + 1);
-        (0..len).map(|_| self.next() as u8).collect()
-    }
-}
 
 /// Names the storm sends: every command, and two spelled in other letter cases.
 const CASE_VARIANTS: [&str; 2] = ["bf.add", "Bf.Insert"];
@@ -147,27 +119,6 @@ fn samples(conn: &mut Conn) -> Samples {
         chunks,
         dumps,
         envelope,
-    }
-}
-
-/// Changes a few random bytes (or cuts, or extends) of some data.
-fn mangle(rng: &mut Rng, data: &mut Vec<u8>) {
-    for _ in 0..1 + rng.below(3) {
-        if data.is_empty() {
-            data.push(rng.next() as u8);
-            continue;
-        }
-        let at = rng.below(data.len());
-        match rng.below(4) {
-            0 => data[at] = rng.next() as u8,
-            1 => data.truncate(at),
-            2 => data.insert(at, rng.next() as u8),
-            _ => {
-                let word = rng.next().to_le_bytes();
-                let end = (at + 8).min(data.len());
-                data[at..end].copy_from_slice(&word[..end - at]);
-            }
-        }
     }
 }
 

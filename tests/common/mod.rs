@@ -4,8 +4,10 @@
 
 #![allow(dead_code)]
 
+pub mod chunks;
 pub mod payload;
 pub mod resp;
+pub mod rng;
 
 pub use resp::{Conn, Frame};
 
