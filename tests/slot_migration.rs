@@ -170,18 +170,24 @@ fn three_filters(admin: &mut Conn) -> Infos {
         .collect()
 }
 
+/// A cluster connection on `nodes` that waits out a slot move: redirections retried, slow
+/// replies awaited.
+fn patient_connection(nodes: Vec<String>) -> redis::cluster::ClusterConnection {
+    let client = ClusterClient::builder(nodes)
+        .retries(20)
+        .response_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    client.get_connection().unwrap()
+}
+
 /// An add the writer made and the server acknowledged: the key, the item, the reply, and when.
 type Acknowledged = (&'static str, String, i64, Instant);
 
 /// A client that adds to the three filters, one item per command, through a cluster client on
 /// `nodes`, until `stop`: the adds acknowledged, and those refused.
 fn writer(nodes: Vec<String>, stop: Arc<AtomicBool>) -> (Vec<Acknowledged>, Vec<String>) {
-    let client = ClusterClient::builder(nodes)
-        .retries(20)
-        .response_timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
-    let mut conn = client.get_connection().unwrap();
+    let mut conn = patient_connection(nodes);
     let mut acknowledged = Vec::new();
     let mut refused = Vec::new();
     let mut index = 0;
@@ -515,12 +521,7 @@ type CuckooWrite = (&'static str, &'static str, String, i64, Instant);
 /// (32 expansions of 1,024 slots at most) has room for every add however long the move lasts.
 /// The writes acknowledged, in order, and those refused.
 fn cuckoo_writer(nodes: Vec<String>, stop: Arc<AtomicBool>) -> (Vec<CuckooWrite>, Vec<String>) {
-    let client = ClusterClient::builder(nodes)
-        .retries(20)
-        .response_timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
-    let mut conn = client.get_connection().unwrap();
+    let mut conn = patient_connection(nodes);
     let mut acknowledged = Vec::new();
     let mut refused = Vec::new();
     let mut round = 0;
