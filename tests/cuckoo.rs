@@ -562,3 +562,150 @@ fn writes_fire_keyspace_events() {
         assert_eq!(message[3], Frame::bulk(event));
     }
 }
+
+/// The keys of the early-hash test: (database, name, how it is made). Three are big enough for a
+/// single command to hash its item before the key is opened (256 KiB and more): two of one name in
+/// two databases, and one of each hashing; the small one never is.
+const EARLY_KEYS: [(u8, &str, &str); 4] = [
+    (0, "big", "CF.RESERVE big 1048576 BUCKETSIZE 4"),
+    (1, "big", "CF.RESERVE big 2097152 BUCKETSIZE 2 EXPANSION 2"),
+    (
+        0,
+        "bounded",
+        "CF.INSERT bounded CAPACITY 300000 ERROR 0.01 ITEMS seed",
+    ),
+    (0, "small", "CF.RESERVE small 64 BUCKETSIZE 2 EXPANSION 1"),
+];
+
+/// Each key's single-item commands, in its own order: adds, unique adds, lookups and deletes of
+/// items from a pool small enough to repeat; halfway, the first key is deleted and made again
+/// with the other hashing (a hint kept for its name now points at freed memory).
+fn early_hash_commands(rng: &mut common::rng::Rng) -> Vec<Vec<Vec<String>>> {
+    let verbs = ["CF.ADD", "CF.ADDNX", "CF.EXISTS", "CF.DEL", "CF.EXISTS"];
+    EARLY_KEYS
+        .iter()
+        .enumerate()
+        .map(|(index, (_, key, make))| {
+            let count = if *key == "small" { 400 } else { 3000 };
+            let mut commands: Vec<Vec<String>> = vec![words(make)];
+            for step in 0..count {
+                if index == 0 && step == count / 2 {
+                    commands.push(words("DEL big"));
+                    commands.push(words(
+                        "CF.INSERT big CAPACITY 500000 ERROR 0.001 ITEMS seed",
+                    ));
+                }
+                let verb = rng.pick(&verbs).to_string();
+                let item = format!("item:{}", rng.below(count / 3));
+                commands.push(vec![verb, key.to_string(), item]);
+            }
+            commands
+        })
+        .collect()
+}
+
+fn words(line: &str) -> Vec<String> {
+    line.split(' ').map(String::from).collect()
+}
+
+/// Runs `order` (key indexes, one per command) on `conn`, selecting each key's database; each
+/// key's replies in its own order.
+fn run_early(conn: &mut Conn, commands: &[Vec<Vec<String>>], order: &[usize]) -> Vec<Vec<Frame>> {
+    let mut next = vec![0; commands.len()];
+    let mut batch: Vec<Vec<String>> = Vec::new();
+    let mut owners: Vec<Option<usize>> = Vec::new();
+    let mut db = None;
+    for &key in order {
+        if db != Some(EARLY_KEYS[key].0) {
+            db = Some(EARLY_KEYS[key].0);
+            batch.push(words(&format!("SELECT {}", EARLY_KEYS[key].0)));
+            owners.push(None);
+        }
+        batch.push(commands[key][next[key]].clone());
+        owners.push(Some(key));
+        next[key] += 1;
+    }
+    let mut replies = vec![Vec::new(); commands.len()];
+    for (chunk, owned) in batch.chunks(1000).zip(owners.chunks(1000)) {
+        for (reply, owner) in common::pipeline(conn, chunk).into_iter().zip(owned) {
+            match owner {
+                Some(key) => replies[*key].push(reply),
+                None => assert_eq!(reply, Frame::ok()),
+            }
+        }
+    }
+    replies
+}
+
+#[test]
+fn single_commands_answer_alike_whatever_key_the_command_before_used() {
+    // A single CF.ADD, CF.ADDNX, CF.EXISTS or CF.DEL on a big filter hashes its item before the
+    // key is opened when the one before used the same key (commands/hint.rs): one server takes
+    // each key's commands together, the other interleaves them at random (the hint mostly for
+    // another key, a name shared by two databases, a key deleted and made with another hashing).
+    // Every reply and every filter's bytes must be the same, and no item added and not deleted
+    // may be missed.
+    let mut rng = common::rng::Rng(0x5eed_cafe);
+    let commands = early_hash_commands(&mut rng);
+    let together: Vec<usize> = (0..commands.len())
+        .flat_map(|key| std::iter::repeat_n(key, commands[key].len()))
+        .collect();
+    let mut interleaved = together.clone();
+    for at in (1..interleaved.len()).rev() {
+        interleaved.swap(at, rng.below(at + 1));
+    }
+    // Each key's first command (its creation) stays first for that key: swapping kept the count
+    // per key, and `run_early` takes each key's commands in its own order.
+    let (a, b) = (Server::start(), Server::start());
+    let (mut left, mut right) = (a.conn(), b.conn());
+    let expected = run_early(&mut left, &commands, &together);
+    let replies = run_early(&mut right, &commands, &interleaved);
+    for (key, (mine, theirs)) in expected.iter().zip(&replies).enumerate() {
+        let differs = mine.iter().zip(theirs).position(|(a, b)| a != b);
+        assert_eq!(mine.len(), theirs.len());
+        assert_eq!(
+            differs.map(|at| (&commands[key][at], &mine[at], &theirs[at])),
+            None,
+            "key {:?}",
+            EARLY_KEYS[key]
+        );
+    }
+    for (db, key, _) in EARLY_KEYS {
+        let select = db.to_string();
+        for conn in [&mut left, &mut right] {
+            assert_eq!(conn.call(&["SELECT", &select]), Frame::ok());
+        }
+        assert_eq!(
+            common::chunks::cf_scandump(&mut left, key),
+            common::chunks::cf_scandump(&mut right, key),
+            "{db} {key}"
+        );
+        assert_eq!(
+            call(&mut left, &format!("CF.DEBUG {key}")),
+            call(&mut right, &format!("CF.DEBUG {key}"))
+        );
+    }
+    // What each key must hold: its adds less its deletes that found the item.
+    for (key, replies) in commands.iter().zip(&expected) {
+        let mut held: std::collections::HashMap<&str, i64> = Default::default();
+        for (command, reply) in key.iter().zip(replies) {
+            let (verb, item) = (command[0].as_str(), command.get(2).map(String::as_str));
+            let copies = item.map(|item| *held.get(item).unwrap_or(&0));
+            match (verb, item) {
+                ("DEL", _) => held.clear(),
+                ("CF.ADD", Some(item)) => *held.entry(item).or_default() += 1,
+                ("CF.ADDNX", Some(item)) if *reply == boolean(2, true) => {
+                    *held.entry(item).or_default() += 1
+                }
+                ("CF.EXISTS", Some(_)) if copies > Some(0) => {
+                    assert_eq!(*reply, boolean(2, true), "{command:?}")
+                }
+                ("CF.DEL", Some(item)) if copies > Some(0) => {
+                    assert_eq!(*reply, boolean(2, true), "{command:?}");
+                    *held.entry(item).or_default() -= 1;
+                }
+                _ => {}
+            }
+        }
+    }
+}

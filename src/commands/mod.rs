@@ -6,6 +6,7 @@ pub mod cuckoo;
 pub mod docs;
 pub mod dump;
 pub mod exists;
+pub mod hint;
 pub mod info;
 pub mod options;
 pub mod reserve;

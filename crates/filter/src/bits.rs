@@ -135,6 +135,23 @@ pub(crate) fn prefetch_byte(byte: &u8) {
     let _ = byte;
 }
 
+/// A hint to load the cache line holding the byte at `address`, which need not be valid: a
+/// prefetch never faults and reads nothing the program sees (a stale address costs a wasted load
+/// at most). A no-op where the target has no such hint.
+#[inline(always)]
+pub(crate) fn prefetch_address(address: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch only hints the cache; it does not fault on an unmapped address, and
+    // dereferences nothing.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            std::ptr::without_provenance::<i8>(address),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = address;
+}
+
 /// Checks that a bit count can be stored: positive and a multiple of 64.
 fn check_bit_count(bits: u64) -> bool {
     bits > 0 && bits.is_multiple_of(64) && usize::try_from(bits / 8).is_ok()

@@ -4,7 +4,7 @@
 //! cannot pass it (RedisBloom checks once per command).
 
 use super::create::{checked_capacity, parse_capacity, parse_error, Creation};
-use super::{in_use, limits, open};
+use super::{in_use, limits, open, Early};
 use crate::error::{BfError, CfError};
 use crate::glue::call::Call;
 use crate::glue::key::{Access, Entry};
@@ -12,7 +12,7 @@ use crate::parse::{is_option, once, unknown, value_of, Args};
 use crate::size::cuckoo_memory_usage;
 use crate::stats;
 use bf_filter::cuckoo::shape::BOUNDED_BUCKET_SIZE;
-use bf_filter::cuckoo::{Cuckoo, Limits};
+use bf_filter::cuckoo::{Cuckoo, Limits, Print};
 use bf_filter::FilterError;
 
 /// Whether an add adds another copy of an item already there.
@@ -38,25 +38,25 @@ enum Outcome {
 /// call's real limits (a replay's are none; a client's, the size limit, which may ask the server
 /// for its memory). A refused attempt leaves the filter as it was, so the second takes the same
 /// steps a single one would have.
-fn add_one(call: &Call, filter: &mut Cuckoo, item: &[u8], mode: Mode) -> Outcome {
+fn add_one(call: &Call, filter: &mut Cuckoo, print: Print, mode: Mode) -> Outcome {
     let quick = Limits {
         max_tables: crate::config::cuckoo_max_tables(),
         max_bytes: 0,
     };
-    match try_add(filter, item, mode, &quick) {
+    match try_add(filter, print, mode, &quick) {
         Outcome::Refused(FilterError::TooLarge { .. } | FilterError::MaxExpansions) => {
             let limits = limits(call, cuckoo_memory_usage(filter));
-            try_add(filter, item, mode, &limits)
+            try_add(filter, print, mode, &limits)
         }
         outcome => outcome,
     }
 }
 
-/// Adds one item within `limits`.
-fn try_add(filter: &mut Cuckoo, item: &[u8], mode: Mode, limits: &Limits) -> Outcome {
+/// Adds one item (its print) within `limits`.
+fn try_add(filter: &mut Cuckoo, print: Print, mode: Mode, limits: &Limits) -> Outcome {
     let added = match mode {
-        Mode::Always => filter.add(item, limits).map(|()| true),
-        Mode::Unique => filter.add_unique(item, limits),
+        Mode::Always => filter.add_print(print, limits).map(|()| true),
+        Mode::Unique => filter.add_unique_print(print, limits),
     };
     match added {
         Ok(true) => Outcome::Added,
@@ -115,6 +115,8 @@ fn refusal(err: FilterError, call: &Call, existing: usize) -> BfError {
 
 /// CF.ADD key item / CF.ADDNX key item.
 fn add_command(call: &Call, mode: Mode) -> Result<(), BfError> {
+    let item = call.args().get(2);
+    let early = Early::hash(call, item);
     let mut key = open(call, Access::Write);
     let defaults = Make {
         capacity: None,
@@ -125,7 +127,8 @@ fn add_command(call: &Call, mode: Mode) -> Result<(), BfError> {
         creation.propagate(call);
     }
     let tables = filter.tables().len();
-    let outcome = add_one(call, filter, call.args().get(2), mode);
+    let print = early.print(call, filter, item);
+    let outcome = add_one(call, filter, print, mode);
     stats::cuckoo_items(1, 0, 0);
     // Its size before the add, from its sub-filters then (an add only appends them): sized only
     // where it grew or refused, not on every add.
@@ -237,7 +240,7 @@ fn insert_command(call: &Call, mode: Mode) -> Result<(), BfError> {
     call.reply_array(items.len());
     for index in items.clone() {
         let item = args.get(index);
-        let outcome = add_one(call, filter, item, mode);
+        let outcome = add_one(call, filter, filter.print(item), mode);
         match (outcome, mode) {
             (Outcome::Added, Mode::Always) => call.reply_bool(true),
             (Outcome::Added, Mode::Unique) => call.reply_integer(1),

@@ -2,7 +2,7 @@
 //! sub-filters so that a newer one can be freed, within a bounded budget per call
 //! (`bf_filter::cuckoo::compact`).
 
-use super::{in_use, open};
+use super::{in_use, open, Early};
 use crate::error::{BfError, CfError};
 use crate::glue::call::Call;
 use crate::glue::key::Access;
@@ -14,6 +14,8 @@ use crate::stats;
 /// not hold it (nothing changes, nothing is propagated). Deleting an item that was never added
 /// can remove another item that shares its fingerprint and buckets.
 pub fn del(call: &Call) -> Result<(), BfError> {
+    let item = call.args().get(2);
+    let early = Early::hash(call, item);
     let mut key = open(call, Access::Write);
     let filter = key
         .filter_mut()?
@@ -22,7 +24,7 @@ pub fn del(call: &Call) -> Result<(), BfError> {
     // Only a filter of several sub-filters can shrink (a compaction frees the newest): one of
     // one is not sized on every delete.
     let before = (filter.tables().len() > 1).then(|| cuckoo_memory_usage(filter));
-    let deleted = filter.delete(call.args().get(2));
+    let deleted = filter.delete_print(&early.print(call, filter, item));
     stats::cuckoo_items(0, 0, usize::from(deleted));
     if let Some(before) = before {
         stats::cuckoo_resized(before, filter);

@@ -17,11 +17,12 @@ pub mod docs;
 pub mod dump;
 pub mod read;
 
+use super::hint::{self, Hint};
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, Key};
 use crate::glue::value::Value;
-use bf_filter::cuckoo::Cuckoo;
+use bf_filter::cuckoo::{Cuckoo, Locator, Print};
 
 /// A key that should hold a cuckoo filter.
 pub type CuckooKey = Key<Cuckoo>;
@@ -29,6 +30,54 @@ pub type CuckooKey = Key<Cuckoo>;
 /// Opens the key of the call (argument 1).
 pub fn open(call: &Call, access: Access) -> CuckooKey {
     Key::open(call, 1, access)
+}
+
+/// Where the filter of the last single-item command (CF.ADD, CF.ADDNX, CF.EXISTS, CF.DEL) lies.
+static LAST: Hint<4> = Hint::new();
+
+/// A single-item command's item, hashed before its key is opened if the last such command used
+/// the same key and its filter is big: see [`super::hint`].
+pub struct Early {
+    /// The key's tag, if it was made (0 if not).
+    tag: u64,
+    print: Option<Print>,
+}
+
+impl Early {
+    /// Before the key is opened: if the last single-item command kept where this key's filter
+    /// lies, hashes `item` as that filter does and asks for its bucket lines there. Nothing but a
+    /// load where no filter is kept (the last one was small).
+    #[inline(always)]
+    pub fn hash(call: &Call, item: &[u8]) -> Early {
+        if !LAST.is_kept() {
+            return Early {
+                tag: 0,
+                print: None,
+            };
+        }
+        let tag = hint::tag(call);
+        let print = LAST
+            .get(tag)
+            .map(|words| Locator::from_words(words).prefetch(item));
+        Early { tag, print }
+    }
+
+    /// The item's print for `filter` (the early one where it was hashed as the filter hashes);
+    /// keeps where the filter lies for the next command if it is big enough to wait for.
+    #[inline(always)]
+    pub fn print(self, call: &Call, filter: &Cuckoo, item: &[u8]) -> Print {
+        let locator = filter.locator();
+        if locator.is_worth_keeping() {
+            let tag = match self.tag {
+                0 => hint::tag(call),
+                tag => tag,
+            };
+            LAST.keep(tag, locator.to_words());
+        } else {
+            LAST.forget();
+        }
+        filter.print_with(item, self.print)
+    }
 }
 
 /// Checks that a filter answers adds and lookups: it is not being rebuilt by CF.LOADCHUNK.

@@ -1,7 +1,7 @@
 //! `CF.EXISTS`, `CF.MEXISTS`, `CF.COUNT`, `CF.INFO` and `CF.DEBUG`. A missing key holds nothing
 //! (0, false); a key of another type is WRONGTYPE (RedisBloom answers 0).
 
-use super::{in_use, open};
+use super::{in_use, open, Early};
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::Access;
@@ -12,12 +12,15 @@ use bf_filter::cuckoo::Cuckoo;
 
 /// CF.EXISTS key item: whether the item may be there.
 pub fn exists(call: &Call) -> Result<(), BfError> {
+    let item = call.args().get(2);
+    let early = Early::hash(call, item);
     let key = open(call, Access::Read);
     let filter = key.filter()?;
     if let Some(filter) = filter {
         in_use(filter)?;
     }
-    let found = filter.is_some_and(|filter| filter.contains(call.args().get(2)));
+    let found =
+        filter.is_some_and(|filter| filter.contains_print(&early.print(call, filter, item)));
     stats::cuckoo_items(0, 1, 0);
     call.reply_bool(found);
     Ok(())

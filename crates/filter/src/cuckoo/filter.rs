@@ -11,6 +11,7 @@
 //! makes the same moves. Then the filter grows by a sub-filter `expansion` times the newest (or,
 //! with expansion 0, refuses the item), and the item goes there.
 
+use super::locator::Locator;
 use super::print::{Hashing, Print};
 use super::shape::{check_bound, check_shape, slot_bits, Bound, Limits, Params, MAX_TABLES};
 use super::table::{table_bytes, Table, MAX_BUCKETS};
@@ -130,8 +131,33 @@ impl Cuckoo {
 
     /// The print of `item` as this filter takes it.
     #[inline]
-    fn print(&self, item: &[u8]) -> Print {
-        Print::of(item, self.hashing())
+    pub fn print(&self, item: &[u8]) -> Print {
+        match self.hashing() {
+            // RedisBloom's hashing (every filter made without ERROR) spelled out: compiled for
+            // it, not chosen item by item.
+            Hashing::RedisBloom => Print::of(item, Hashing::RedisBloom),
+            hashing => Print::of(item, hashing),
+        }
+    }
+
+    /// The print of `item`: `early` (made by a [`Locator`] before the filter was in hand) if it
+    /// was hashed as this filter hashes, else a new one.
+    #[inline]
+    pub fn print_with(&self, item: &[u8], early: Option<Print>) -> Print {
+        match early {
+            Some(print) if print.hashing() == self.hashing() => print,
+            _ => self.print(item),
+        }
+    }
+
+    /// Where its newest sub-filter lies (the one an add tries first and the biggest), for a
+    /// later command to prefetch an item's buckets from before it has the filter.
+    #[inline]
+    pub fn locator(&self) -> Locator {
+        Locator::new(
+            self.hashing(),
+            self.tables[self.tables.len() - 1].whereabouts(),
+        )
     }
 
     /// Its sub-filters, oldest first.
@@ -156,16 +182,17 @@ impl Cuckoo {
 
     /// True if `item` may have been added (and not deleted since).
     pub fn contains(&self, item: &[u8]) -> bool {
-        match self.hashing() {
-            // RedisBloom's hashing (every filter made without ERROR) spelled out, here and in
-            // `add` and `delete`: the steps are compiled for it, not chosen item by item.
-            Hashing::RedisBloom => self.contains_print(&Print::of(item, Hashing::RedisBloom)),
-            hashing => self.contains_print(&Print::of(item, hashing)),
-        }
+        self.contains_print(&self.print(item))
+    }
+
+    /// [`Cuckoo::contains`] for the item's print (made as [`Cuckoo::print_with`] makes it).
+    #[inline]
+    pub fn contains_print(&self, print: &Print) -> bool {
+        print.fixed(|print| self.holds(print))
     }
 
     #[inline(always)]
-    fn contains_print(&self, print: &Print) -> bool {
+    fn holds(&self, print: &Print) -> bool {
         if let [table] = &*self.tables {
             return table.holds(print);
         }
@@ -201,7 +228,7 @@ impl Cuckoo {
                 table.prefetch(table.bucket_of(print.second()));
             }
             if held == AHEAD {
-                answer(self.contains_print(&ring[head]));
+                answer(self.holds(&ring[head]));
                 ring[head] = print;
                 head = (head + 1) % AHEAD;
             } else {
@@ -210,7 +237,7 @@ impl Cuckoo {
             }
         }
         for offset in 0..held {
-            answer(self.contains_print(&ring[(head + offset) % AHEAD]));
+            answer(self.holds(&ring[(head + offset) % AHEAD]));
         }
     }
 
@@ -239,22 +266,31 @@ impl Cuckoo {
 
     /// Adds `item` (another copy if it is there already).
     pub fn add(&mut self, item: &[u8], limits: &Limits) -> Result<(), FilterError> {
+        self.add_print(self.print(item), limits)
+    }
+
+    /// [`Cuckoo::add`] for the item's print.
+    #[inline]
+    pub fn add_print(&mut self, print: Print, limits: &Limits) -> Result<(), FilterError> {
         self.check_room(limits)?;
-        match self.hashing() {
-            Hashing::RedisBloom => self.insert(Print::of(item, Hashing::RedisBloom), limits),
-            hashing => self.insert(Print::of(item, hashing), limits),
-        }
+        print.fixed(|&print| self.insert(print, limits))
     }
 
     /// Adds `item` unless it may be there already: true if added.
     pub fn add_unique(&mut self, item: &[u8], limits: &Limits) -> Result<bool, FilterError> {
+        self.add_unique_print(self.print(item), limits)
+    }
+
+    /// [`Cuckoo::add_unique`] for the item's print.
+    pub fn add_unique_print(&mut self, print: Print, limits: &Limits) -> Result<bool, FilterError> {
         self.check_room(limits)?;
-        let print = self.print(item);
-        if self.contains_print(&print) {
-            return Ok(false);
-        }
-        self.insert(print, limits)?;
-        Ok(true)
+        print.fixed(|&print| {
+            if self.holds(&print) {
+                return Ok(false);
+            }
+            self.insert(print, limits)?;
+            Ok(true)
+        })
     }
 
     #[inline(always)]
@@ -388,11 +424,12 @@ impl Cuckoo {
     /// bucket before its second. False (and nothing changed) if none has it. Compaction may
     /// follow (see `super::compact`).
     pub fn delete(&mut self, item: &[u8]) -> bool {
-        let removed = match self.hashing() {
-            Hashing::RedisBloom => self.remove(&Print::of(item, Hashing::RedisBloom)),
-            hashing => self.remove(&Print::of(item, hashing)),
-        };
-        if !removed {
+        self.delete_print(&self.print(item))
+    }
+
+    /// [`Cuckoo::delete`] for the item's print.
+    pub fn delete_print(&mut self, print: &Print) -> bool {
+        if !print.fixed(|print| self.remove(print)) {
             return false;
         }
         self.items = self.items.saturating_sub(1);

@@ -7,18 +7,23 @@
 //! - [`table`]: one sub-filter, buckets of fingerprints;
 //! - [`filter`]: [`Cuckoo`], the chain a key holds: insertion with eviction, growth, deletion,
 //!   counting; [`compact`]: moving fingerprints down after deletes, within a bounded budget;
+//! - [`locator`]: where a filter's newest sub-filter lies, as plain numbers, to ask for an
+//!   item's bucket lines before a command has the filter in hand;
 //! - [`stored`]: RedisBloom's RDB encoding 4, field for field; [`dump`]: its `CF.SCANDUMP`
 //!   header and chunks, and restoring a filter from them.
 
 pub mod compact;
 pub mod dump;
 pub mod filter;
+pub mod locator;
 pub mod print;
 pub mod shape;
 pub mod stored;
 pub mod table;
 
 pub use filter::Cuckoo;
+pub use locator::Locator;
+pub use print::Print;
 pub use shape::{buckets_for, Bound, Limits, Params};
 pub use table::Table;
 

@@ -58,6 +58,25 @@ impl Print {
         }
     }
 
+    /// Runs `op` on the print, its hashing a constant where it is RedisBloom's (every filter
+    /// made without ERROR): the steps after are compiled for it, not chosen at each one.
+    #[inline(always)]
+    pub(crate) fn fixed<R>(&self, op: impl FnOnce(&Print) -> R) -> R {
+        match self.hashing {
+            Hashing::RedisBloom => op(&Print {
+                hashing: Hashing::RedisBloom,
+                ..*self
+            }),
+            Hashing::Bounded { .. } => op(self),
+        }
+    }
+
+    /// The hashing it was made with.
+    #[inline]
+    pub fn hashing(&self) -> Hashing {
+        self.hashing
+    }
+
     /// Its fingerprint in a sub-filter of `bits`-bit slots.
     #[inline]
     pub fn fingerprint(&self, bits: u8) -> u64 {

@@ -105,6 +105,14 @@ impl Table {
         self.bits
     }
 
+    /// Where it lies: the address of its first byte, its bucket mask (the count less one) and the
+    /// bytes of one bucket (see [`super::Locator`]).
+    #[inline]
+    pub(crate) fn whereabouts(&self) -> (usize, u64, u64) {
+        let bucket_bytes = u64::from(self.bucket_size) * u64::from(self.bits) / 8;
+        (self.slots.as_ptr() as usize, self.buckets - 1, bucket_bytes)
+    }
+
     /// Its number of buckets.
     pub fn buckets(&self) -> u64 {
         self.buckets
