@@ -579,7 +579,8 @@ const EARLY_KEYS: [(u8, &str, &str); 4] = [
 
 /// Each key's single-item commands, in its own order: adds, unique adds, lookups and deletes of
 /// items from a pool small enough to repeat; halfway, the first key is deleted and made again
-/// with the other hashing (a hint kept for its name now points at freed memory).
+/// with the other hashing (a hint kept for its name now points at freed memory), and the third
+/// is made again small (no longer worth a hint).
 fn early_hash_commands(rng: &mut common::rng::Rng) -> Vec<Vec<Vec<String>>> {
     let verbs = ["CF.ADD", "CF.ADDNX", "CF.EXISTS", "CF.DEL", "CF.EXISTS"];
     EARLY_KEYS
@@ -594,6 +595,10 @@ fn early_hash_commands(rng: &mut common::rng::Rng) -> Vec<Vec<Vec<String>>> {
                     commands.push(words(
                         "CF.INSERT big CAPACITY 500000 ERROR 0.001 ITEMS seed",
                     ));
+                }
+                if index == 2 && step == count / 2 {
+                    commands.push(words("DEL bounded"));
+                    commands.push(words("CF.RESERVE bounded 64 BUCKETSIZE 2 EXPANSION 1"));
                 }
                 let verb = rng.pick(&verbs).to_string();
                 let item = format!("item:{}", rng.below(count / 3));
@@ -640,9 +645,9 @@ fn run_early(conn: &mut Conn, commands: &[Vec<Vec<String>>], order: &[usize]) ->
 #[test]
 fn single_commands_answer_alike_whatever_key_the_command_before_used() {
     // A single CF.ADD, CF.ADDNX, CF.EXISTS or CF.DEL on a big filter hashes its item before the
-    // key is opened when the one before used the same key (commands/hint.rs): one server takes
-    // each key's commands together, the other interleaves them at random (the hint mostly for
-    // another key, a name shared by two databases, a key deleted and made with another hashing).
+    // key is opened when a hint is kept for its key (commands/hint.rs): one server takes each
+    // key's commands together, the other interleaves them at random (a name shared by two
+    // databases, a key made again with the other hashing, one made again small).
     // Every reply and every filter's bytes must be the same, and no item added and not deleted
     // may be missed.
     let mut rng = common::rng::Rng(0x5eed_cafe);
@@ -685,25 +690,30 @@ fn single_commands_answer_alike_whatever_key_the_command_before_used() {
             call(&mut right, &format!("CF.DEBUG {key}"))
         );
     }
-    // What each key must hold: its adds less its deletes that found the item.
+    // What each key must hold: its adds less its deletes that found the item. A delete of an item
+    // it does not hold that finds one (a false positive) may take another item's copy
+    // (docs/commands.md): from then on until the key is made again, nothing is checked.
     for (key, replies) in commands.iter().zip(&expected) {
         let mut held: std::collections::HashMap<&str, i64> = Default::default();
+        let mut exact = true;
         for (command, reply) in key.iter().zip(replies) {
             let (verb, item) = (command[0].as_str(), command.get(2).map(String::as_str));
-            let copies = item.map(|item| *held.get(item).unwrap_or(&0));
+            let copies = item.map_or(0, |item| *held.get(item).unwrap_or(&0));
+            let yes = *reply == boolean(2, true);
             match (verb, item) {
-                ("DEL", _) => held.clear(),
-                ("CF.ADD", Some(item)) => *held.entry(item).or_default() += 1,
-                ("CF.ADDNX", Some(item)) if *reply == boolean(2, true) => {
-                    *held.entry(item).or_default() += 1
+                ("DEL", _) => {
+                    held.clear();
+                    exact = true;
                 }
-                ("CF.EXISTS", Some(_)) if copies > Some(0) => {
-                    assert_eq!(*reply, boolean(2, true), "{command:?}")
+                ("CF.ADD" | "CF.ADDNX", Some(item)) if yes => *held.entry(item).or_default() += 1,
+                ("CF.EXISTS", Some(_)) if copies > 0 && exact => {
+                    assert!(yes, "{command:?}")
                 }
-                ("CF.DEL", Some(item)) if copies > Some(0) => {
-                    assert_eq!(*reply, boolean(2, true), "{command:?}");
-                    *held.entry(item).or_default() -= 1;
+                ("CF.DEL", Some(item)) if copies > 0 => {
+                    assert!(yes || !exact, "{command:?}");
+                    *held.entry(item).or_default() -= i64::from(yes);
                 }
+                ("CF.DEL", Some(_)) if yes => exact = false,
                 _ => {}
             }
         }

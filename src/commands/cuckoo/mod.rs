@@ -17,7 +17,7 @@ pub mod docs;
 pub mod dump;
 pub mod read;
 
-use super::hint::{self, Hint};
+use super::hint::{self, Hints};
 use crate::error::BfError;
 use crate::glue::call::Call;
 use crate::glue::key::{Access, Key};
@@ -32,11 +32,12 @@ pub fn open(call: &Call, access: Access) -> CuckooKey {
     Key::open(call, 1, access)
 }
 
-/// Where the filter of the last single-item command (CF.ADD, CF.ADDNX, CF.EXISTS, CF.DEL) lies.
-static LAST: Hint<4> = Hint::new();
+/// Where the big filters of recent single-item commands (CF.ADD, CF.ADDNX, CF.EXISTS, CF.DEL)
+/// lie.
+static HINTS: Hints<4> = Hints::new();
 
-/// A single-item command's item, hashed before its key is opened if the last such command used
-/// the same key and its filter is big: see [`super::hint`].
+/// A single-item command's item, hashed before its key is opened if a recent such command kept
+/// where this key's filter lies (a big one): see [`super::hint`].
 pub struct Early {
     /// The key's tag, if it was made (0 if not).
     tag: u64,
@@ -44,26 +45,27 @@ pub struct Early {
 }
 
 impl Early {
-    /// Before the key is opened: if the last single-item command kept where this key's filter
-    /// lies, hashes `item` as that filter does and asks for its bucket lines there. Nothing but a
-    /// load where no filter is kept (the last one was small).
+    /// Before the key is opened: if a hint is kept for this key, hashes `item` as its filter does
+    /// and asks for its bucket lines there. One load and nothing more while no big filter has
+    /// been used.
     #[inline(always)]
     pub fn hash(call: &Call, item: &[u8]) -> Early {
-        if !LAST.is_kept() {
+        if !HINTS.in_use() {
             return Early {
                 tag: 0,
                 print: None,
             };
         }
         let tag = hint::tag(call);
-        let print = LAST
+        let print = HINTS
             .get(tag)
             .map(|words| Locator::from_words(words).prefetch(item));
         Early { tag, print }
     }
 
     /// The item's print for `filter` (the early one where it was hashed as the filter hashes);
-    /// keeps where the filter lies for the next command if it is big enough to wait for.
+    /// keeps where the filter lies for the next command on its key if it is big enough to wait
+    /// for, forgets it if not.
     #[inline(always)]
     pub fn print(self, call: &Call, filter: &Cuckoo, item: &[u8]) -> Print {
         let locator = filter.locator();
@@ -72,9 +74,9 @@ impl Early {
                 0 => hint::tag(call),
                 tag => tag,
             };
-            LAST.keep(tag, locator.to_words());
-        } else {
-            LAST.forget();
+            HINTS.keep(tag, locator.to_words());
+        } else if self.tag != 0 {
+            HINTS.forget(self.tag);
         }
         filter.print_with(item, self.print)
     }
