@@ -20,6 +20,7 @@ pub const SLOTS: usize = 8;
 struct Entry<const N: usize> {
     /// The key's tag; 0 (no key's) while the entry is empty.
     tag: AtomicU64,
+    /// What the family keeps of the key's filter.
     words: [AtomicU64; N],
 }
 

@@ -141,8 +141,8 @@ pub(crate) fn prefetch_byte(byte: &u8) {
 #[inline(always)]
 pub(crate) fn prefetch_address(address: usize) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch only hints the cache; it does not fault on an unmapped address, and
-    // dereferences nothing.
+    // SAFETY: `_mm_prefetch` needs SSE, part of every x86_64 CPU; a prefetch only hints the
+    // cache: it does not fault on an unmapped address, and dereferences nothing.
     unsafe {
         std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
             std::ptr::without_provenance::<i8>(address),

@@ -41,6 +41,7 @@ static HINTS: Hints<4> = Hints::new();
 pub struct Early {
     /// The key's tag, if it was made (0 if not).
     tag: u64,
+    /// The item's print, made as the hinted filter hashes, if a hint was kept for the key.
     print: Option<Print>,
 }
 
@@ -65,7 +66,8 @@ impl Early {
 
     /// The item's print for `filter` (the early one where it was hashed as the filter hashes);
     /// keeps where the filter lies for the next command on its key if it is big enough to wait
-    /// for, forgets it if not.
+    /// for, forgets it if not. Kept before the add or delete: after one that grows the filter (or
+    /// a compaction that frees its newest sub-filter), the next command's prefetch is wasted once.
     #[inline(always)]
     pub fn print(self, call: &Call, filter: &Cuckoo, item: &[u8]) -> Print {
         let locator = filter.locator();

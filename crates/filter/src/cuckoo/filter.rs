@@ -188,6 +188,7 @@ impl Cuckoo {
     /// [`Cuckoo::contains`] for the item's print (made as [`Cuckoo::print_with`] makes it).
     #[inline]
     pub fn contains_print(&self, print: &Print) -> bool {
+        debug_assert_eq!(print.hashing(), self.hashing());
         print.fixed(|print| self.holds(print))
     }
 
@@ -272,6 +273,7 @@ impl Cuckoo {
     /// [`Cuckoo::add`] for the item's print.
     #[inline]
     pub fn add_print(&mut self, print: Print, limits: &Limits) -> Result<(), FilterError> {
+        debug_assert_eq!(print.hashing(), self.hashing());
         self.check_room(limits)?;
         print.fixed(|&print| self.insert(print, limits))
     }
@@ -429,6 +431,7 @@ impl Cuckoo {
 
     /// [`Cuckoo::delete`] for the item's print.
     pub fn delete_print(&mut self, print: &Print) -> bool {
+        debug_assert_eq!(print.hashing(), self.hashing());
         if !print.fixed(|print| self.remove(print)) {
             return false;
         }

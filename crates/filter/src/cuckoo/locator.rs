@@ -14,6 +14,7 @@ const WORTH_KEEPING: u64 = 256 << 10;
 /// Where a filter's newest sub-filter lies, and how the filter hashes items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Locator {
+    /// How the filter hashes items (a print made another way is not its own).
     hashing: Hashing,
     /// The address of the sub-filter's first byte.
     base: usize,
@@ -119,12 +120,21 @@ mod tests {
 
     #[test]
     fn a_print_made_for_another_hashing_is_made_again() {
-        let filters = filters();
-        let (plain, bounded) = (&filters[0], &filters[2]);
-        let early = plain.locator().prefetch(b"x");
-        assert_ne!(early, bounded.print(b"x"));
-        assert_eq!(bounded.print_with(b"x", Some(early)), bounded.print(b"x"));
-        assert_eq!(bounded.print_with(b"x", None), bounded.print(b"x"));
+        let mut filters = filters();
+        let params = filters[2].params();
+        let finer = Bound::for_error(0.0001).unwrap();
+        filters.push(Cuckoo::new(256, params, Some(finer), u64::MAX).unwrap());
+        // RedisBloom's hashing, 12-bit and 16-bit fingerprints (ERROR 0.01 and 0.0001).
+        let kinds = [&filters[0], &filters[2], &filters[3]];
+        assert_ne!(kinds[1].hashing(), kinds[2].hashing());
+        for from in kinds {
+            for to in kinds {
+                let early = from.locator().prefetch(b"x");
+                assert_eq!(to.print_with(b"x", Some(early)), to.print(b"x"));
+                assert_eq!(early == to.print(b"x"), from.hashing() == to.hashing());
+            }
+        }
+        assert_eq!(kinds[1].print_with(b"x", None), kinds[1].print(b"x"));
     }
 
     #[test]
