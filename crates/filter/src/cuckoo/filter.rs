@@ -285,6 +285,7 @@ impl Cuckoo {
 
     /// [`Cuckoo::add_unique`] for the item's print.
     pub fn add_unique_print(&mut self, print: Print, limits: &Limits) -> Result<bool, FilterError> {
+        debug_assert_eq!(print.hashing(), self.hashing());
         self.check_room(limits)?;
         print.fixed(|&print| {
             if self.holds(&print) {
