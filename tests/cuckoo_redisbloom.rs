@@ -99,21 +99,14 @@ fn replay(conn: &mut Conn, key: &str, commands: &[Value]) {
     }
 }
 
-/// The CF.SCANDUMP sequence of a key, as (iterator in, iterator out, bytes), up to `[0, nil]`.
+/// The CF.SCANDUMP sequence of a key, as (iterator in, iterator out, bytes): each chunk is asked
+/// for with the iterator the one before it returned (0 for the first), as the fixtures record it.
 fn scandump(conn: &mut Conn, key: &str) -> Vec<(i64, i64, Vec<u8>)> {
-    let mut chunks = Vec::new();
-    let mut iterator = 0;
-    loop {
-        let reply = conn
-            .call(&["CF.SCANDUMP", key, &iterator.to_string()])
-            .items();
-        let next = reply[0].int();
-        if next == 0 {
-            return chunks;
-        }
-        chunks.push((iterator, next, reply[1].bytes()));
-        iterator = next;
-    }
+    let mut asked = 0;
+    common::chunks::cf_scandump(conn, key)
+        .into_iter()
+        .map(|(next, data)| (std::mem::replace(&mut asked, next), next, data))
+        .collect()
 }
 
 /// Asserts that `key` holds what RedisBloom held: the same dump, debug line, counts (the Size of

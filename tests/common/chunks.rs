@@ -7,18 +7,26 @@ use super::{Conn, Frame};
 /// The CF.SCANDUMP sequence of `key`, as (iterator, data), up to the `[0, nil]` that ends it
 /// (nothing for a filter without items, as RedisBloom).
 pub fn cf_scandump(conn: &mut Conn, key: &str) -> Vec<(i64, Vec<u8>)> {
+    dump_sequence(conn, "CF.SCANDUMP", key, |end| {
+        matches!(end, Frame::NullBulk | Frame::Null)
+    })
+}
+
+/// A dump sequence of either family (`verb key iterator` from 0), as (iterator, data), up to the
+/// reply with iterator 0, whose data `is_end` must accept (BF.SCANDUMP's `""`, CF.SCANDUMP's nil).
+pub fn dump_sequence(
+    conn: &mut Conn,
+    verb: &str,
+    key: &str,
+    is_end: fn(&Frame) -> bool,
+) -> Vec<(i64, Vec<u8>)> {
     let mut chunks = Vec::new();
     let mut iterator = 0;
     loop {
-        let reply = conn
-            .call(&["CF.SCANDUMP", key, &iterator.to_string()])
-            .items();
+        let reply = conn.call(&[verb, key, &iterator.to_string()]).items();
         iterator = reply[0].int();
         if iterator == 0 {
-            assert!(
-                matches!(reply[1], Frame::NullBulk | Frame::Null),
-                "{reply:?}"
-            );
+            assert!(is_end(&reply[1]), "{verb} ended with {reply:?}");
             return chunks;
         }
         chunks.push((iterator, reply[1].bytes()));

@@ -793,20 +793,12 @@ pub fn args(parts: &[&[u8]]) -> Vec<Vec<u8>> {
 
 /// Every chunk SCANDUMP gives for `key`, as (iterator, data), the header first.
 pub fn scandump(conn: &mut Conn, key: &str) -> Vec<(i64, Vec<u8>)> {
-    let mut chunks = Vec::new();
-    let mut iterator = 0;
-    loop {
-        let reply = conn
-            .call(&["BF.SCANDUMP", key, &iterator.to_string()])
-            .items();
-        iterator = reply[0].int();
-        let data = reply[1].bytes();
-        if iterator == 0 {
-            assert!(data.is_empty(), "the last reply is [0, \"\"]");
-            return chunks;
-        }
-        chunks.push((iterator, data));
-    }
+    chunks::dump_sequence(
+        conn,
+        "BF.SCANDUMP",
+        key,
+        |end| matches!(end, Frame::Bulk(data) if data.is_empty()),
+    )
 }
 
 /// `used_memory` from INFO, asked on the test's own connection so that no other client's
