@@ -277,6 +277,16 @@ impl BfError {
     /// The messages of the size limits and of memory.
     fn fmt_size(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // A size that passes what 64 bits count (a capacity near 2^63 with wide slots) is
+            // held at u64::MAX: said so in words, not as a size.
+            BfError::TooLarge {
+                bytes: u64::MAX,
+                limit,
+            } => write!(
+                f,
+                "ERR filter would use 2^64 bytes or more, over bf.max-filter-bytes ({limit}); no \
+                 setting allows that much"
+            ),
             BfError::TooLarge { bytes, limit } => {
                 write!(
                     f,
@@ -389,6 +399,19 @@ mod tests {
         assert_eq!(quote_token(b"FOO"), "FOO");
         assert_eq!(quote_token(b"a\r\nb\0'"), "a\\x0d\\x0ab\\x00\\x27");
         assert_eq!(quote_token(&[b'x'; 100]).len(), 67);
+    }
+
+    #[test]
+    fn a_size_past_64_bits_is_said_in_words() {
+        let refused = BfError::TooLarge {
+            bytes: u64::MAX,
+            limit: 1 << 30,
+        };
+        assert_eq!(
+            refused.to_string(),
+            "ERR filter would use 2^64 bytes or more, over bf.max-filter-bytes (1073741824); no \
+             setting allows that much"
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ static CUCKOO_BYTES: AtomicI64 = AtomicI64::new(0);
 static CUCKOO_ADDS: AtomicU64 = AtomicU64::new(0);
 static CUCKOO_LOOKUPS: AtomicU64 = AtomicU64::new(0);
 static CUCKOO_DELETES: AtomicU64 = AtomicU64::new(0);
+static CUCKOO_EVICTIONS: AtomicU64 = AtomicU64::new(0);
 
 /// A filter entered the keyspace.
 pub fn filter_added(filter: &Filter) {
@@ -93,6 +94,14 @@ pub fn cuckoo_items(added: usize, looked_up: usize, deleted: usize) {
     count_up(&CUCKOO_DELETES, deleted as u64);
 }
 
+/// A cuckoo add moved `swaps` fingerprints to make room (undone ones included).
+#[inline]
+pub fn cuckoo_evictions(swaps: u64) {
+    if swaps != 0 {
+        count_up(&CUCKOO_EVICTIONS, swaps);
+    }
+}
+
 /// Adds to a counter only commands (and the sweep) change. They run on the server's main thread
 /// alone, so a plain load and store (no locked read-modify-write on the hot path) cannot lose a count.
 fn count_up(counter: &AtomicU64, by: u64) {
@@ -118,8 +127,9 @@ pub fn error_replied() {
 /// `bf_windowed_filters`, `bf_bytes`, `bf_adds`, `bf_lookups`, `bf_errors`,
 /// `bf_expired_generations`, `bf_sweep_keys` (windowed keys the sweep watches) and
 /// `bf_swept_parts` (parts of idle filters it dropped); then the cuckoo filters': `bf_cf_filters`,
-/// `bf_cf_bytes`, `bf_cf_adds`, `bf_cf_lookups`, `bf_cf_deletes` (errors count in `bf_errors`).
-pub fn fields() -> [(&'static std::ffi::CStr, i64); 14] {
+/// `bf_cf_bytes`, `bf_cf_adds`, `bf_cf_lookups`, `bf_cf_deletes`, `bf_cf_evictions` (fingerprints
+/// adds moved to make room, undone ones included; errors count in `bf_errors`).
+pub fn fields() -> [(&'static std::ffi::CStr, i64); 15] {
     [
         (c"filters", FILTERS.load(Ordering::Relaxed)),
         (c"windowed_filters", WINDOWED.load(Ordering::Relaxed)),
@@ -138,5 +148,9 @@ pub fn fields() -> [(&'static std::ffi::CStr, i64); 14] {
         (c"cf_adds", CUCKOO_ADDS.load(Ordering::Relaxed) as i64),
         (c"cf_lookups", CUCKOO_LOOKUPS.load(Ordering::Relaxed) as i64),
         (c"cf_deletes", CUCKOO_DELETES.load(Ordering::Relaxed) as i64),
+        (
+            c"cf_evictions",
+            CUCKOO_EVICTIONS.load(Ordering::Relaxed) as i64,
+        ),
     ]
 }

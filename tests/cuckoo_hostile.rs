@@ -16,6 +16,7 @@
 mod common;
 
 use bf_filter::cuckoo::dump::Header;
+use bf_filter::cuckoo::print::{Hashing, Print};
 use bf_filter::cuckoo::table::table_bytes;
 use bf_filter::cuckoo::Bound;
 use common::chunks::{
@@ -24,7 +25,7 @@ use common::chunks::{
 };
 use common::payload::{Envelope, Field};
 use common::rng::{mangle, Rng};
-use common::{digest, used_memory, Conn, Frame, Options, Server};
+use common::{debug_fields, digest, used_memory, Conn, Frame, Options, Server};
 use std::time::{Duration, Instant};
 
 /// What RESTORE answers a payload its loader refuses.
@@ -695,6 +696,13 @@ fn invalid_chunk(why: &str) -> String {
 /// `limit` (the message names the setting that would allow it, in whole megabytes up to a
 /// gigabyte and whole gigabytes past it, when there is one).
 fn too_large(bytes: u64, limit: u64) -> String {
+    if bytes == u64::MAX {
+        // Past what 64 bits count: said in words, not as a size.
+        return format!(
+            "ERR filter would use 2^64 bytes or more, over bf.max-filter-bytes ({limit}); no \
+             setting allows that much"
+        );
+    }
     const MB: u64 = 1 << 20;
     const GB: u64 = 1 << 30;
     let advice = if bytes > i64::MAX as u64 - GB {
@@ -1093,11 +1101,28 @@ fn data_chunks_come_in_order_once_within_their_sub_filter_and_only_while_restori
     assert_eq!(conn.call(&["PING"]), Frame::simple("PONG"));
 }
 
-/// Material taken from real filters before the storm: SCANDUMP sequences and DUMP payloads.
+/// Material taken from real filters before the storm: SCANDUMP sequences and DUMP payloads; and
+/// payloads of filters of many sub-filters, restored whole into the shared keys.
 struct Samples {
     dumps: Vec<Vec<(i64, Vec<u8>)>>,
     payloads: Vec<Vec<u8>>,
+    many: Vec<Vec<u8>>,
     envelope: Envelope,
+}
+
+/// A payload of `count` one-slot sub-filters (BUCKETSIZE 1, EXPANSION 1), the first `filled`
+/// holding fingerprints of the storm's items and the rest empty.
+fn many_sub_filters(envelope: &Envelope, count: usize, filled: usize) -> Vec<u8> {
+    let mut fields: Vec<Field> = [count as u64, 1, filled.min(count) as u64, 0, 1, 20, 1]
+        .map(Field::Unsigned)
+        .to_vec();
+    for index in 0..count {
+        let item = format!("item:{}", index % 300);
+        let print = Print::of(item.as_bytes(), Hashing::RedisBloom).fingerprint(8) as u8;
+        fields.push(Field::Unsigned(1));
+        fields.push(Field::Buffer(vec![if index < filled { print } else { 0 }]));
+    }
+    envelope.payload(&fields)
 }
 
 fn samples(conn: &mut Conn) -> Samples {
@@ -1106,6 +1131,8 @@ fn samples(conn: &mut Conn) -> Samples {
         "CF.RESERVE sample:b 64 BUCKETSIZE 4 EXPANSION 1 MAXITERATIONS 50",
         "CF.RESERVE sample:c 16 ERROR 0.01 EXPANSION 2",
         "CF.RESERVE sample:d 20 BUCKETSIZE 1 EXPANSION 0",
+        // Grown by adds to hundreds of sub-filters.
+        "CF.RESERVE sample:e 2 BUCKETSIZE 1 EXPANSION 1",
     ];
     let mut dumps = Vec::new();
     let mut payloads = Vec::new();
@@ -1113,16 +1140,27 @@ fn samples(conn: &mut Conn) -> Samples {
         assert_eq!(call(conn, setup), Frame::ok());
         let key = setup.split(' ').nth(1).unwrap();
         let mut insert = vec!["CF.INSERT".to_string(), key.into(), "ITEMS".into()];
-        insert.extend((0..50).map(|i| format!("s{i}")));
+        let items = if key == "sample:e" { 400 } else { 50 };
+        insert.extend((0..items).map(|i| format!("s{i}")));
         conn.call(&insert);
         dumps.push(scandump(conn, key));
         payloads.push(conn.call(&["DUMP", key]).bytes());
     }
+    let fields = debug_fields(&String::from_utf8(call(conn, "CF.DEBUG sample:e").bytes()).unwrap());
+    let grown: u64 = fields["filters"].parse().unwrap();
+    assert!(grown > 100, "{grown} sub-filters");
     let envelope = Envelope::from_dump(&payloads[0]);
-    call(conn, "DEL sample:a sample:b sample:c sample:d");
+    // Hundreds of one-slot sub-filters: all full, the older half full, three quarters full.
+    let many = vec![
+        many_sub_filters(&envelope, 600, 600),
+        many_sub_filters(&envelope, 600, 300),
+        many_sub_filters(&envelope, 600, 450),
+    ];
+    call(conn, "DEL sample:a sample:b sample:c sample:d sample:e");
     Samples {
         dumps,
         payloads,
+        many,
         envelope,
     }
 }
@@ -1179,6 +1217,14 @@ fn storm_client(
                     data,
                 ]
             }
+            // A filter of many sub-filters, restored whole.
+            5 if rng.below(2) == 0 => vec![
+                b"RESTORE".to_vec(),
+                shared_key(&mut rng).into(),
+                b"0".to_vec(),
+                rng.pick(&samples.many).clone(),
+                b"REPLACE".to_vec(),
+            ],
             // A forged payload with a valid CRC.
             5 => {
                 let real = rng.pick(&samples.payloads).clone();
@@ -1247,7 +1293,12 @@ fn storm_client(
                     shared_key(&mut rng).into(),
                     capacity.into(),
                 ];
-                if rng.below(2) == 0 {
+                let many = rng.below(4) == 0;
+                if many {
+                    // One-slot sub-filters, each as big as the last: adds grow hundreds.
+                    args[2] = b"2".to_vec();
+                    args.extend([b"BUCKETSIZE".to_vec(), b"1".to_vec()]);
+                } else if rng.below(2) == 0 {
                     args.extend([b"ERROR".to_vec(), b"0.01".to_vec()]);
                 } else {
                     args.extend([
@@ -1255,7 +1306,8 @@ fn storm_client(
                         (1 + rng.below(4)).to_string().into(),
                     ]);
                 }
-                args.extend([b"EXPANSION".to_vec(), rng.below(3).to_string().into()]);
+                let expansion = if many { 1 } else { rng.below(3) };
+                args.extend([b"EXPANSION".to_vec(), expansion.to_string().into()]);
                 args
             }
             18 => vec![b"DEL".to_vec(), shared_key(&mut rng).into()],
@@ -1297,6 +1349,7 @@ fn cuckoo_keys(conn: &mut Conn) -> Vec<(Vec<u8>, Frame)> {
 fn a_storm_of_clients_leaves_the_server_answering_and_every_filter_consistent() {
     let options = Options::default()
         .config("bf.max-filter-bytes", "64kb")
+        .config("bf.cf-max-expansions", "1000")
         .config("slowlog-log-slower-than", "-1");
     let mut server = Server::with(options.clone());
     let mut conn = server.conn();
@@ -1339,6 +1392,21 @@ fn a_storm_of_clients_leaves_the_server_answering_and_every_filter_consistent() 
     // AOF rewrite replayed.
     let filters = cuckoo_keys(&mut conn);
     assert!(filters.len() > 8, "{} filters", filters.len());
+    // Some of them of hundreds of sub-filters, restored or grown, compacted along the way.
+    let sub_filters: Vec<u64> = filters
+        .iter()
+        .filter_map(|(key, _)| {
+            let debug = conn.call(&[b"CF.DEBUG".as_slice(), key]);
+            let line = String::from_utf8(debug.bytes()).ok()?;
+            debug_fields(&line).get("filters")?.parse().ok()
+        })
+        .collect();
+    let many: Vec<u64> = sub_filters
+        .into_iter()
+        .filter(|&count| count > 100)
+        .collect();
+    eprintln!("filters left with over 100 sub-filters: {many:?}");
+    assert!(many.len() >= 2, "{many:?}");
     let payloads: Vec<Vec<u8>> = filters
         .iter()
         .map(|(key, _)| conn.call(&[b"DUMP".as_slice(), key]).bytes())

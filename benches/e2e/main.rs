@@ -26,6 +26,7 @@ mod batches;
 mod bounded;
 mod callgrind;
 mod commands;
+mod compaction;
 mod creation;
 mod cuckoo;
 mod filter_core;
@@ -45,8 +46,8 @@ fn main() {
     let mut rows = Vec::new();
 
     // BENCH_ONLY=commands,persistence runs some sections (core, commands, batches, redisbloom,
-    // cuckoo, callgrind, bounded, creation, memory, window, layout, hugepages, persistence); all by
-    // default.
+    // cuckoo, callgrind, bounded, compaction, creation, memory, window, layout, hugepages,
+    // persistence); all by default.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let wanted = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
     if wanted("core") {
@@ -70,6 +71,9 @@ fn main() {
     }
     if wanted("bounded") {
         bounded::rows(&server, &mut rows);
+    }
+    if wanted("compaction") {
+        compaction::rows(&server, &mut rows);
     }
     if wanted("creation") {
         creation::rows(&server, &mut rows);

@@ -12,7 +12,7 @@ use crate::parse::{is_option, once, unknown, value_of, Args};
 use crate::size::cuckoo_memory_usage;
 use crate::stats;
 use bf_filter::cuckoo::shape::BOUNDED_BUCKET_SIZE;
-use bf_filter::cuckoo::{Cuckoo, Limits, Print};
+use bf_filter::cuckoo::{Adding, Cuckoo, Limits, Print};
 use bf_filter::FilterError;
 
 /// Whether an add adds another copy of an item already there.
@@ -33,31 +33,23 @@ enum Outcome {
     Refused(FilterError),
 }
 
-/// Adds one item within the limits of this call: first within `bf.cf-max-expansions` and no
-/// growth (nothing to ask of the server, the usual case); if that needs more, again within the
-/// call's real limits (a replay's are none; a client's, the size limit, which may ask the server
-/// for its memory). A refused attempt leaves the filter as it was, so the second takes the same
-/// steps a single one would have.
+/// Adds one item within the limits of this call: `bf.cf-max-expansions` (none for a replay), and
+/// the size limit asked of the server only if the item needs a new sub-filter (a replay's is
+/// none; a client's, the size limit, which may ask the server for its memory). One walk of
+/// evictions, whatever refuses the item after it; they are counted in `INFO bf`.
 fn add_one(call: &Call, filter: &mut Cuckoo, print: Print, mode: Mode) -> Outcome {
-    let quick = Limits {
-        max_tables: crate::config::cuckoo_max_tables(),
-        max_bytes: 0,
+    let max_tables = match call.is_replay() {
+        true => Limits::NONE.max_tables,
+        false => crate::config::cuckoo_max_tables(),
     };
-    match try_add(filter, print, mode, &quick) {
-        Outcome::Refused(FilterError::TooLarge { .. } | FilterError::MaxExpansions) => {
-            let limits = limits(call, cuckoo_memory_usage(filter));
-            try_add(filter, print, mode, &limits)
-        }
-        outcome => outcome,
-    }
-}
-
-/// Adds one item (its print) within `limits`.
-fn try_add(filter: &mut Cuckoo, print: Print, mode: Mode, limits: &Limits) -> Outcome {
+    let mut adding = Adding::new(max_tables, |filter: &Cuckoo| {
+        limits(call, cuckoo_memory_usage(filter)).max_bytes
+    });
     let added = match mode {
-        Mode::Always => filter.add_print(print, limits).map(|()| true),
-        Mode::Unique => filter.add_unique_print(print, limits),
+        Mode::Always => filter.add_within(print, &mut adding).map(|()| true),
+        Mode::Unique => filter.add_unique_within(print, &mut adding),
     };
+    stats::cuckoo_evictions(adding.evictions);
     match added {
         Ok(true) => Outcome::Added,
         Ok(false) => Outcome::Held,
@@ -233,7 +225,7 @@ fn insert_command(call: &Call, mode: Mode) -> Result<(), BfError> {
     let limits = limits(call, before);
     // RedisBloom's answer for a filter at its limit before any item: one error, not an array.
     filter
-        .check_room(&limits)
+        .check_room(limits.max_tables)
         .map_err(|err| refusal(err, call, before))?;
     let items = request.first_item..args.len();
     let mut added: Vec<&[u8]> = Vec::new();

@@ -87,14 +87,14 @@ pub const COUNT: Docs = Docs {
 /// CF.DEL key item
 pub const DEL: Docs = Docs {
     summary: c"Removes one copy of an item from a cuckoo filter",
-    complexity: c"O(b * f), then a compaction of at most a million slots",
+    complexity: c"O(b * f), then a compaction of at most 2^20 slots read and 2^16 buckets probed",
     args: &[Arg::key(c"key"), Arg::string(c"item")],
 };
 
 /// CF.COMPACT key
 pub const COMPACT: Docs = Docs {
     summary: c"Moves fingerprints into older sub-filters of a cuckoo filter, freeing newer ones it empties",
-    complexity: c"O(min(m, 2^20)) for m slots past the first sub-filter",
+    complexity: c"O(min(m, 2^20) + min(p, 2^16)) for m slots past the first sub-filter and p probes of older buckets",
     args: &[Arg::key(c"key")],
 };
 

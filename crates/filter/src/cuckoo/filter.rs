@@ -13,7 +13,9 @@
 
 use super::locator::Locator;
 use super::print::{Hashing, Print};
-use super::shape::{check_bound, check_shape, slot_bits, Bound, Limits, Params, MAX_TABLES};
+use super::shape::{
+    check_bound, check_shape, slot_bits, Adding, Bound, Limits, Params, MAX_TABLES,
+};
 use super::table::{table_bytes, Table, MAX_BUCKETS};
 use crate::bytes::{charged, charged_array};
 use crate::restoring::Restoring;
@@ -50,6 +52,11 @@ impl Cuckoo {
         let bytes = Cuckoo::planned_bytes(params.bucket_size, [(buckets, bits)]);
         if bytes > max_bytes {
             return Err(FilterError::TooLarge { bytes });
+        }
+        if buckets > MAX_BUCKETS {
+            // At least 2^56 bytes under a limit set that high: more than any server allocates
+            // (and more buckets than RedisBloom's format counts).
+            return Err(FilterError::OutOfMemory { bytes });
         }
         Ok(Cuckoo {
             params,
@@ -256,10 +263,10 @@ impl Cuckoo {
             .sum()
     }
 
-    /// Refuses a new item when the filter has `limits.max_tables` sub-filters already, whether
-    /// or not the item would need one more (RedisBloom's rule, checked here before every item).
-    pub fn check_room(&self, limits: &Limits) -> Result<(), FilterError> {
-        if self.tables.len() as u64 >= limits.max_tables {
+    /// Refuses a new item when the filter has `max_tables` sub-filters already, whether or not
+    /// the item would need one more (RedisBloom's rule, checked here before every item).
+    pub fn check_room(&self, max_tables: u64) -> Result<(), FilterError> {
+        if self.tables.len() as u64 >= max_tables {
             return Err(FilterError::MaxExpansions);
         }
         Ok(())
@@ -273,9 +280,7 @@ impl Cuckoo {
     /// [`Cuckoo::add`] for the item's print.
     #[inline]
     pub fn add_print(&mut self, print: Print, limits: &Limits) -> Result<(), FilterError> {
-        debug_assert_eq!(print.hashing(), self.hashing());
-        self.check_room(limits)?;
-        print.fixed(|&print| self.insert(print, limits))
+        self.add_within(print, &mut limits.adding())
     }
 
     /// Adds `item` unless it may be there already: true if added.
@@ -285,47 +290,80 @@ impl Cuckoo {
 
     /// [`Cuckoo::add_unique`] for the item's print.
     pub fn add_unique_print(&mut self, print: Print, limits: &Limits) -> Result<bool, FilterError> {
+        self.add_unique_within(print, &mut limits.adding())
+    }
+
+    /// [`Cuckoo::add_print`] within `adding`'s limits, counting its evictions there.
+    #[inline]
+    pub fn add_within<F: FnMut(&Cuckoo) -> u64>(
+        &mut self,
+        print: Print,
+        adding: &mut Adding<F>,
+    ) -> Result<(), FilterError> {
         debug_assert_eq!(print.hashing(), self.hashing());
-        self.check_room(limits)?;
+        self.check_room(adding.max_tables)?;
+        print.fixed(|&print| self.insert(print, adding))
+    }
+
+    /// [`Cuckoo::add_unique_print`] within `adding`'s limits, counting its evictions there.
+    pub fn add_unique_within<F: FnMut(&Cuckoo) -> u64>(
+        &mut self,
+        print: Print,
+        adding: &mut Adding<F>,
+    ) -> Result<bool, FilterError> {
+        debug_assert_eq!(print.hashing(), self.hashing());
+        self.check_room(adding.max_tables)?;
         print.fixed(|&print| {
             if self.holds(&print) {
                 return Ok(false);
             }
-            self.insert(print, limits)?;
+            self.insert(print, adding)?;
             Ok(true)
         })
     }
 
     #[inline(always)]
-    fn insert(&mut self, print: Print, limits: &Limits) -> Result<(), FilterError> {
+    fn insert<F: FnMut(&Cuckoo) -> u64>(
+        &mut self,
+        print: Print,
+        adding: &mut Adding<F>,
+    ) -> Result<(), FilterError> {
         if self.place(&print) {
             self.added();
             return Ok(());
         }
-        self.insert_evicting(print, limits)
+        self.insert_evicting(print, adding)
     }
 
     /// The rest of an insert whose buckets are full: evictions, then growth (out of line, so
-    /// that the usual insert, an empty slot found, sets up none of it).
+    /// that the usual insert, an empty slot found, sets up none of it). One walk of evictions
+    /// per item, whatever refuses it after: the byte limit is asked for only then.
     #[inline(never)]
-    fn insert_evicting(&mut self, print: Print, limits: &Limits) -> Result<(), FilterError> {
-        loop {
-            if self.evict(&print) {
-                self.added();
-                return Ok(());
-            }
-            if self.params.expansion == 0 {
-                return Err(FilterError::Full);
-            }
-            if self.copies_fill_buckets(&print) {
-                return Err(FilterError::TooManyCopies);
-            }
-            self.grow(limits.max_bytes)?;
-            if self.place(&print) {
-                self.added();
-                return Ok(());
-            }
+    fn insert_evicting<F: FnMut(&Cuckoo) -> u64>(
+        &mut self,
+        print: Print,
+        adding: &mut Adding<F>,
+    ) -> Result<(), FilterError> {
+        let (placed, swaps) = self.evict(&print);
+        adding.evictions = adding.evictions.saturating_add(swaps);
+        if placed {
+            self.added();
+            return Ok(());
         }
+        if self.params.expansion == 0 {
+            return Err(FilterError::Full);
+        }
+        if self.copies_fill_buckets(&print) {
+            return Err(FilterError::TooManyCopies);
+        }
+        let max_bytes = (adding.max_bytes)(self);
+        self.grow(max_bytes)?;
+        // The new sub-filter is empty: the item's first bucket there has room.
+        if !self.place(&print) {
+            return Err(FilterError::CannotGrow);
+        }
+        self.added();
+        Ok(())
     }
 
     /// Counts an item placed.
@@ -346,14 +384,14 @@ impl Cuckoo {
         self.tables.iter_mut().rev().any(|table| table.place(print))
     }
 
-    /// RedisBloom's eviction in the newest sub-filter (see the module documentation); false,
-    /// with every swap undone, if no empty slot turned up.
-    fn evict(&mut self, print: &Print) -> bool {
+    /// RedisBloom's eviction in the newest sub-filter (see the module documentation): whether
+    /// the item found room (false: every swap undone) and the swaps it made before.
+    fn evict(&mut self, print: &Print) -> (bool, u64) {
         let size = u32::from(self.params.bucket_size);
         let iterations = u32::from(self.params.max_iterations);
         let hashing = self.hashing();
         let Some(table) = self.tables.last_mut() else {
-            return false;
+            return (false, 0);
         };
         let bits = table.bits();
         let mut bucket = table.bucket_of(print.first());
@@ -363,7 +401,7 @@ impl Cuckoo {
             bucket = table.bucket_of(hashing.alternate(bucket, carried, bits));
             if let Some(empty) = table.empty_slot(bucket) {
                 table.swap(bucket, empty, carried);
-                return true;
+                return (true, u64::from(step) + 1);
             }
         }
         // Back the way it came: each fingerprint carried returns to the slot it was taken from,
@@ -372,7 +410,7 @@ impl Cuckoo {
             bucket = table.bucket_of(hashing.alternate(bucket, carried, bits));
             carried = table.swap(bucket, (step % size) as u8, carried);
         }
-        false
+        (false, u64::from(iterations))
     }
 
     /// True if the print's buckets in the newest sub-filter hold nothing but copies of it: the
@@ -446,7 +484,7 @@ impl Cuckoo {
 
     /// Empties one slot holding the print's fingerprint, in the newest sub-filter that has one.
     #[inline(always)]
-    fn remove(&mut self, print: &Print) -> bool {
+    pub(crate) fn remove(&mut self, print: &Print) -> bool {
         if let [table] = &mut *self.tables {
             return table.remove(print);
         }
@@ -457,11 +495,12 @@ impl Cuckoo {
             .any(|table| table.remove(print))
     }
 
-    /// Removes the newest sub-filter (emptied by a compaction).
-    pub(crate) fn drop_newest(&mut self) {
-        if self.tables.len() > 1 {
+    /// Removes the `count` newest sub-filters (emptied by a compaction), never the first.
+    pub(crate) fn drop_newest(&mut self, count: usize) {
+        let keep = self.tables.len().saturating_sub(count).max(1);
+        if keep < self.tables.len() {
             let mut tables = std::mem::take(&mut self.tables).into_vec();
-            tables.pop();
+            tables.truncate(keep);
             self.tables = tables.into_boxed_slice();
             self.keep_items_within_slots();
         }

@@ -24,7 +24,7 @@ pub mod table;
 pub use filter::Cuckoo;
 pub use locator::Locator;
 pub use print::Print;
-pub use shape::{buckets_for, Bound, Limits, Params};
+pub use shape::{buckets_for, Adding, Bound, Limits, Params};
 pub use table::Table;
 
 #[cfg(test)]

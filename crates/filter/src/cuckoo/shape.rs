@@ -61,13 +61,15 @@ impl Params {
 }
 
 /// The bucket count of a new filter for `capacity` items: `capacity / bucket_size` rounded up to a
-/// power of two (at least 1), as RedisBloom sizes it.
+/// power of two (at least 1), as RedisBloom sizes it. It may pass [`MAX_BUCKETS`]: the filter's
+/// size refuses it then (a size past every limit, or past what any server could allocate). No
+/// power of two holds the count only past 2^63 items: refused as 2^64 bytes or more.
 pub fn buckets_for(capacity: u64, bucket_size: u8) -> Result<u64, FilterError> {
     let wanted = capacity / u64::from(bucket_size.max(1));
-    match wanted.max(1).checked_next_power_of_two() {
-        Some(buckets) if buckets <= MAX_BUCKETS => Ok(buckets),
-        _ => Err(FilterError::TooLarge { bytes: u64::MAX }),
-    }
+    wanted
+        .max(1)
+        .checked_next_power_of_two()
+        .ok_or(FilterError::TooLarge { bytes: u64::MAX })
 }
 
 /// A filter's bounded error rate (`ERROR rate`, this module's): its rate and the width of its
@@ -138,6 +140,32 @@ impl Limits {
         max_tables: MAX_TABLES,
         max_bytes: u64::MAX,
     };
+
+    /// An add within these limits.
+    pub fn adding(&self) -> Adding<impl FnMut(&super::Cuckoo) -> u64> {
+        let max_bytes = self.max_bytes;
+        Adding::new(self.max_tables, move |_: &super::Cuckoo| max_bytes)
+    }
+}
+
+/// What one add may take and what it did: the sub-filter limit, a byte limit asked for only
+/// when the item needs a new sub-filter (from the filter as it then stands: finding it may cost
+/// the caller something), and the evictions the add made (undone ones included).
+pub struct Adding<F: FnMut(&super::Cuckoo) -> u64> {
+    pub max_tables: u64,
+    pub max_bytes: F,
+    pub evictions: u64,
+}
+
+impl<F: FnMut(&super::Cuckoo) -> u64> Adding<F> {
+    /// An add within these limits, no evictions made yet.
+    pub fn new(max_tables: u64, max_bytes: F) -> Adding<F> {
+        Adding {
+            max_tables,
+            max_bytes,
+            evictions: 0,
+        }
+    }
 }
 
 /// Checks that a bound goes with its parameters: bucket size 4, and the first width its rate

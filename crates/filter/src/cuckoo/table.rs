@@ -133,6 +133,11 @@ impl Table {
         self.occupied
     }
 
+    /// True if every slot holds a fingerprint.
+    pub fn is_full(&self) -> bool {
+        self.occupied == self.buckets * u64::from(self.bucket_size)
+    }
+
     /// The bucket `index` falls in (its low bits: the count is a power of two).
     #[inline]
     pub fn bucket_of(&self, index: u64) -> u64 {
