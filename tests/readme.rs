@@ -1,7 +1,8 @@
 //! The docs say only what is true: every command of the README's 30-second tour and of the
 //! command reference's `BF.DEBUG` and windowed-filter examples is run against a real server with
 //! `redis-cli`, and the output must be the page's to the character, so the text cannot drift from
-//! the module.
+//! the module. `make help` names every target, and the server `make run` starts does what the
+//! README says and refuses `MODULE UNLOAD` in the words docs/configuration.md quotes.
 
 mod common;
 
@@ -111,6 +112,27 @@ fn make_run_moves_to_the_next_free_port_and_names_it() {
     assert_eq!(
         conn.call(&["BF.ADD", "seen", "hello"]),
         common::Frame::Int(1)
+    );
+    // MODULE UNLOAD bf: the server refuses the command itself (redis.conf.example leaves
+    // enable-module-command at Redis 7's "no"), in the words docs/configuration.md quotes.
+    let refused = "ERR MODULE command not allowed. If the enable-module-command option is set to \
+                   \"local\", you can run it from a local connection, otherwise you need to set \
+                   this option in the configuration file, and then restart the server.";
+    assert_eq!(
+        conn.call(&["MODULE", "UNLOAD", "bf"]),
+        common::Frame::error(refused)
+    );
+    let configuration = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md"),
+    )
+    .unwrap();
+    let configuration = configuration
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        configuration.contains(&format!("`{refused}`")),
+        "docs/configuration.md should quote {refused}"
     );
     // CONFIG REWRITE (packaging/README.md recommends it) writes the copy under the run
     // directory, never the tracked file, with a loadmodule line naming the module's path.
@@ -262,15 +284,21 @@ fn make_help_names_every_target_and_make_install_copies_the_module_under_a_prefi
         .expect("run make help");
     assert!(help.status.success());
     let help = String::from_utf8_lossy(&help.stdout).into_owned();
-    for target in [
-        "run", "test", "check", "build", "install", "dist", "bench", "fuzz", "clean",
-    ] {
+    // Every target a user may run is a .PHONY one: each has a line of its own (`all`, which is
+    // `build`, is named in build's line; `help` is this list).
+    let targets = phony_targets(&root.join("Makefile"));
+    assert!(targets.len() >= 20, "{targets:?}");
+    for target in targets
+        .iter()
+        .filter(|target| *target != "all" && *target != "help")
+    {
         assert!(
             help.lines()
                 .any(|line| line.starts_with(&format!("make {target} "))),
             "{target}: {help}"
         );
     }
+    assert!(help.contains(" as plain make and make all do"), "{help}");
     // The module is built (make test builds it first): install copies it, nothing more (-o build).
     let prefix = root.join(format!("target/install-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&prefix);
@@ -296,6 +324,24 @@ fn make_help_names_every_target_and_make_install_copies_the_module_under_a_prefi
         installed.display()
     )));
     std::fs::remove_dir_all(&prefix).unwrap();
+}
+
+/// The targets of the Makefile's `.PHONY` line (with its continuation lines).
+fn phony_targets(makefile: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(makefile).expect("the Makefile");
+    let start = text.find("\n.PHONY:").expect("a .PHONY line") + "\n.PHONY:".len();
+    let mut targets = Vec::new();
+    for line in text[start..].lines() {
+        let (words, continued) = match line.strip_suffix('\\') {
+            Some(words) => (words, true),
+            None => (line, false),
+        };
+        targets.extend(words.split_whitespace().map(str::to_string));
+        if !continued {
+            break;
+        }
+    }
+    targets
 }
 
 /// The README's text with every run of whitespace made one space, so that a figure can be found

@@ -19,11 +19,13 @@ from redis_bf import (
     BloomFilterError,
     CuckooFilter,
     CuckooOptions,
+    ErrorRateUnsupportedError,
     FilterFullError,
     FilterMismatchError,
     KeyTypeError,
 )
 from redis_bf._core import cuckoo_info, shard_capacity
+from redis_bf.asyncio import BloomFilter as AsyncBloomFilter
 from redis_bf.asyncio import CuckooFilter as AsyncCuckooFilter
 
 from conftest import commandstats
@@ -422,3 +424,142 @@ def test_the_asyncio_class_answers_as_the_blocking_one(server: RedisServer, prot
     assert blocking.add_many(items, unique=True) == [True] * 300
     assert blocking.delete_many(items[:3]) == [True] * 3
     assert blocking.count() == 297
+
+
+def test_in_on_an_asyncio_filter_says_to_await_contains() -> None:
+    """``item in f`` cannot wait for the server: it raises a TypeError naming what to write
+    (nothing is sent)."""
+    client = redis.asyncio.Redis(host="127.0.0.1", port=1)
+    for filter_class in (AsyncCuckooFilter, AsyncBloomFilter):
+        live: Any = filter_class(client, "live", 1000, 0.01)
+        with pytest.raises(TypeError) as raised:
+            "s:42" in live  # noqa: B015
+        assert str(raised.value) == (
+            f"`item in f` cannot be awaited on redis_bf.asyncio.{filter_class.__name__}: use "
+            "`await f.contains(item)`"
+        )
+
+
+# RedisBloom 2.4's answer to CF.INSERT and CF.INSERTNX with an option it does not know (ERROR).
+UNKNOWN_ARGUMENT = "Unknown argument received"
+
+
+def refused_by_redisbloom(args: tuple[Any, ...]) -> bool:
+    """What RedisBloom refuses of what a bounded CuckooFilter sends: its inserts' ``ERROR``
+    (its ``CF.RESERVE`` ignores the word, and makes a filter of its own kind)."""
+    command = args[0].upper() if isinstance(args[0], str) else args[0]
+    return command in ("CF.INSERT", "CF.INSERTNX") and "ERROR" in args
+
+
+class RedisBloomLike:
+    """A client of a server that answers a cuckoo insert with ``ERROR`` as RedisBloom does (CI
+    has no RedisBloom); every other command goes to the real server behind it."""
+
+    def __init__(self, client: Any):
+        self.client = client
+        self.connection_pool = client.connection_pool
+
+    def get_encoder(self) -> Any:
+        return self.client.get_encoder()
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        if refused_by_redisbloom(args):
+            raise ResponseError(UNKNOWN_ARGUMENT)
+        return self.client.execute_command(*args, **options)
+
+    def pipeline(self, transaction: bool = True) -> RedisBloomLikePipeline:
+        return RedisBloomLikePipeline(self)
+
+
+class RedisBloomLikePipeline:
+    def __init__(self, client: RedisBloomLike):
+        self.client = client
+        self.commands: list[tuple[Any, ...]] = []
+
+    def execute_command(self, *args: Any) -> None:
+        self.commands.append(args)
+
+    def execute(self, raise_on_error: bool = True) -> list[Any]:
+        replies: list[Any] = []
+        for command in self.commands:
+            try:
+                replies.append(self.client.execute_command(*command))
+            except ResponseError as error:
+                replies.append(error)
+        return replies
+
+
+def test_a_bounded_filter_on_redisbloom_says_to_use_error_rate_none(server: RedisServer) -> None:
+    """RedisBloom has no ``ERROR``: every insert of the default (bounded) filter raises an error
+    that names ``error_rate=None``, with the answers before the failing item; RedisBloom's kind
+    works there."""
+    client: Any = RedisBloomLike(server.client())
+    expected = (
+        f"the Redis server at 127.0.0.1:{server.port} refused the cuckoo filter's error rate (it "
+        "answered: Unknown argument received): it has RedisBloom's cuckoo filters, which take no "
+        "ERROR; use CuckooFilter(client, key, capacity, error_rate=None) for RedisBloom's kind "
+        "(its false-positive rate grows with each sub-filter), or a server with redis-bf for a "
+        "bounded one"
+    )
+    live = CuckooFilter(client, "sessions:live", 1000)
+    calls = (
+        lambda: live.add("s:42"),
+        lambda: live.add_unique("s:42"),
+        lambda: live.add_many(["s:1", "s:2"]),
+        lambda: live.add_many(["s:1", "s:2"], unique=True),
+    )
+    for call in calls:
+        with pytest.raises(ErrorRateUnsupportedError) as raised:
+            call()
+        assert str(raised.value) == expected
+        assert isinstance(raised.value, ResponseError)
+        assert (raised.value.results, raised.value.index) == ([], 0)
+    assert live.contains("s:42") is False  # lookups carry no ERROR
+    plain = CuckooFilter(client, "sessions:plain", 1000, error_rate=None)
+    assert plain.add_many(["s:1", "s:2"]) == [True, True]
+    assert plain.add("s:42") is True
+    assert "s:42" in plain
+
+
+class AsyncRedisBloomLike(RedisBloomLike):
+    """``RedisBloomLike`` for asyncio."""
+
+    async def execute_command(self, *args: Any, **options: Any) -> Any:
+        if refused_by_redisbloom(args):
+            raise ResponseError(UNKNOWN_ARGUMENT)
+        return await self.client.execute_command(*args, **options)
+
+    def pipeline(self, transaction: bool = True) -> Any:
+        return AsyncRedisBloomLikePipeline(self)
+
+
+class AsyncRedisBloomLikePipeline(RedisBloomLikePipeline):
+    async def execute(self, raise_on_error: bool = True) -> Any:
+        replies: list[Any] = []
+        for command in self.commands:
+            try:
+                replies.append(await self.client.execute_command(*command))
+            except ResponseError as error:
+                replies.append(error)
+        return replies
+
+
+def test_the_asyncio_class_on_redisbloom_says_it_too(server: RedisServer) -> None:
+    async def run() -> list[BaseException]:
+        client = redis.asyncio.Redis(host="127.0.0.1", port=server.port)
+        try:
+            live = AsyncCuckooFilter(AsyncRedisBloomLike(client), "live", 1000)
+            raised = []
+            for call in (lambda: live.add("a"), lambda: live.add_many(["a", "b"])):
+                with pytest.raises(ErrorRateUnsupportedError) as error:
+                    await call()
+                raised.append(error.value)
+            return raised
+        finally:
+            await client.aclose()
+
+    for error in asyncio.run(run()):
+        assert str(error).startswith(
+            f"the Redis server at 127.0.0.1:{server.port} refused the cuckoo filter's error rate"
+        )
+        assert "use CuckooFilter(client, key, capacity, error_rate=None)" in str(error)

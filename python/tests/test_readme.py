@@ -1,7 +1,8 @@
 """The README says what the package does: each Python block after an ``<!-- example: cluster -->``
-line runs in a fresh interpreter against a real cluster (``REDIS_URL``), and prints what its
-comments say; the install lines install from a checkout; the log lines, the errors and the paths
-it quotes are what a real run logs, raises and finds."""
+line runs in a fresh interpreter against a real cluster (``REDIS_URL``), and each after an
+``<!-- example: server -->`` line against one server, and prints what its comments say; the
+install lines install from a checkout; the log lines, the errors and the paths it quotes are what a
+real run logs, raises and finds."""
 
 from __future__ import annotations
 
@@ -69,6 +70,35 @@ def test_the_cluster_examples_run_as_written(cluster: RedisCluster) -> None:
         assert client.dbsize(target_nodes=client.PRIMARIES) == 0  # each example deletes its filter
     finally:
         client.close()
+
+
+def test_the_server_examples_run_as_written(server: RedisServer) -> None:
+    """Each Python block after an ``<!-- example: server -->`` line, run in a fresh interpreter
+    against one server (its ``redis.Redis(port=6379)`` pointed at the test's), prints what its
+    comments say and leaves nothing behind."""
+    blocks = examples("server")
+    assert len(blocks) == 2  # BloomFilter, CuckooFilter
+    for code in blocks:
+        assert code.count("redis.Redis(port=6379)") == 1, code
+        done = subprocess.run(
+            [sys.executable, "-c", code.replace("port=6379", f"port={server.port}")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines() == printed(code), code
+    assert server.client().dbsize() == 0
+
+
+def test_the_redisbloom_refusal_is_what_the_readme_quotes() -> None:
+    """What a bounded CuckooFilter raises where RedisBloom answers its ``ERROR`` (test_cuckoo.py
+    checks that it is raised), for a server at host:port."""
+    from redis_bf._core import error_rate_unsupported
+
+    client = redis.Redis(host="host", port="port")  # never connects
+    message = error_rate_unsupported(client, "Unknown argument received")
+    assert f"`{message}`" in " ".join(README.read_text().split())
 
 
 def blocks(text: str) -> list[str]:

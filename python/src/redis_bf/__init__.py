@@ -9,7 +9,7 @@
 - ``python -m redis_bf.migrate``: converts a scrapy-redis fingerprint set into a filter.
 """
 
-from ._core import CuckooOptions
+from ._core import CuckooOptions, ErrorRateUnsupportedError
 from .bloom import (
     BloomFilter,
     BloomFilterError,
@@ -32,6 +32,7 @@ __all__ = [
     "BloomFilterError",
     "CuckooFilter",
     "CuckooOptions",
+    "ErrorRateUnsupportedError",
     "FilterFullError",
     "FilterMismatchError",
     "FilterOptions",

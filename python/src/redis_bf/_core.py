@@ -124,6 +124,29 @@ class ModuleMissingError(ResponseError):
         )
 
 
+class ErrorRateUnsupportedError(BloomFilterError):
+    """The server answered a cuckoo filter's insert that carries its error rate (``CF.INSERT key
+    CAPACITY c ERROR e ITEMS ...``) with RedisBloom's ``Unknown argument received``: it has
+    RedisBloom's ``CF.*`` commands, which take no ``ERROR``, not redis-bf's. A ``CuckooFilter``
+    with ``error_rate=None`` makes RedisBloom's kind of cuckoo filter, which it has.
+    ``results`` and ``index`` as for ``BloomFilterError``."""
+
+
+# What RedisBloom answers CF.INSERT and CF.INSERTNX for an option it does not know (ERROR).
+REDISBLOOM_UNKNOWN_ARGUMENT = "Unknown argument received"
+
+
+def error_rate_unsupported(client: Any, message: str) -> str:
+    """The message of ``ErrorRateUnsupportedError`` for the server's answer ``message``."""
+    return (
+        f"the Redis server at {server_address(client)} refused the cuckoo filter's error rate "
+        f"(it answered: {message.strip()}): it has RedisBloom's cuckoo filters, which take no "
+        "ERROR; use CuckooFilter(client, key, capacity, error_rate=None) for RedisBloom's kind "
+        "(its false-positive rate grows with each sub-filter), or a server with redis-bf for a "
+        "bounded one"
+    )
+
+
 class KeyTypeError(ResponseError):
     """The key holds a value that is not the filter asked for (``key_type`` is what TYPE
     answered; ``expected`` what the key should hold: "Bloom filter" or "cuckoo filter")."""
@@ -142,6 +165,7 @@ for _error in (
     FilterFullError,
     NotReplicatedError,
     FilterMismatchError,
+    ErrorRateUnsupportedError,
     ModuleMissingError,
     KeyTypeError,
 ):
@@ -1297,6 +1321,28 @@ class CuckooCore(Core):
     @staticmethod
     def parse_info(reply: Any) -> dict[str, Any]:
         return cuckoo_info(reply)
+
+    def refuses_error_rate(self, message: str) -> bool:
+        """True for RedisBloom's answer to this (bounded) filter's ``ERROR``."""
+        return self.creation.bounded and message.strip() == REDISBLOOM_UNKNOWN_ARGUMENT
+
+    def answer(self, reply: Any) -> Any:
+        """As ``Core.answer``, and ``ErrorRateUnsupportedError`` for RedisBloom's refusal of a
+        bounded filter's ``ERROR``."""
+        if isinstance(reply, ResponseError) and self.refuses_error_rate(str(reply)):
+            raise ErrorRateUnsupportedError(error_rate_unsupported(self.client, str(reply)))
+        return super().answer(reply)
+
+    def collect(self, round_trip: Round, replies: Sequence[Any]) -> list[bool]:
+        """As ``Core.collect``, and ``ErrorRateUnsupportedError`` (with the answers before the
+        failing item) for RedisBloom's refusal of a bounded filter's ``ERROR``."""
+        try:
+            return super().collect(round_trip, replies)
+        except BloomFilterError as error:
+            if not self.refuses_error_rate(str(error)):
+                raise
+            message = error_rate_unsupported(self.client, str(error))
+            raise ErrorRateUnsupportedError(message, error.results, error.index) from None
 
     def count(self) -> Operation[int]:
         """Items held (``Number of items inserted``: adds less deletes), summed over the shards;

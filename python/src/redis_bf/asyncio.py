@@ -10,8 +10,8 @@ over ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``, every ca
             ...
 
 Each runs the same operations of ``redis_bf._core`` as its blocking twin (the commands and how
-their replies become answers); only the sending differs. ``item in bf`` cannot be awaited: use
-``await bf.contains(item)``.
+their replies become answers); only the sending differs. ``item in bf`` cannot be awaited (it
+raises a ``TypeError`` that says so): use ``await bf.contains(item)``.
 """
 
 from __future__ import annotations
@@ -49,6 +49,14 @@ class AsyncRunner:
 
     client: Any
     _core: Core
+
+    def __contains__(self, item: Item) -> bool:
+        """``item in f`` cannot wait for the server's answer: a TypeError that says what to
+        write instead."""
+        raise TypeError(
+            f"`item in f` cannot be awaited on {type(self).__module__}.{type(self).__name__}: "
+            "use `await f.contains(item)`"
+        )
 
     async def _run(self, operation: Operation[T]) -> T:
         """Runs an operation of the core: sends each request it makes, hands back the answer."""
