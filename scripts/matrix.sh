@@ -12,7 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 servers=(${MATRIX_SERVERS:-target/servers/redis-8.2.3/redis-server target/valkey/usr/bin/valkey-server target/servers/valkey-9.1.2/valkey-server})
-suites=(${MATRIX_SUITES:-cuckoo cuckoo_hint cuckoo_limits cuckoo_persistence cuckoo_redisbloom cuckoo_hostile madd_mexists insert info debug scaling configs wrongtype_and_arity persistence replication loadchunk_restoring window window_copies window_clock window_dumps window_idle window_upkeep layout cluster acl redisbloom redisbloom_older command_docs crash conflicts allocators huge_pages slot_migration})
+suites=(${MATRIX_SUITES:-early_hash cuckoo cuckoo_hint cuckoo_limits cuckoo_persistence cuckoo_redisbloom cuckoo_hostile madd_mexists insert info debug scaling configs wrongtype_and_arity persistence replication loadchunk_restoring window window_copies window_clock window_dumps window_idle window_upkeep layout cluster acl redisbloom redisbloom_older command_docs crash conflicts allocators huge_pages slot_migration})
 args=()
 for suite in "${suites[@]}"; do args+=(--test "$suite"); done
 

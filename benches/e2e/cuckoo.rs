@@ -1,9 +1,12 @@
 //! Section `cuckoo`: cuckoo filters (`CF.*`) side by side with RedisBloom's, when `REDISBLOOM_SO`
-//! names a build of it: the same filter on both (16,777,216 slots in buckets of 4, MAXITERATIONS
-//! 500: the same bytes on both, since the commands are RedisBloom's step for step), filled with
-//! 10,000,000 items; single CF.ADD, CF.EXISTS and CF.DEL, and CF.MEXISTS of 100, per item; the
-//! memory each server takes for the filter; and single lookups on a filter small enough to stay
-//! in cache, the command's cost without the wait for memory.
+//! names a build of it, on two filters both servers hold with the same bytes (the commands are
+//! RedisBloom's step for step), each of 16,777,216 slots filled with 10,000,000 items: one tuned
+//! (buckets of 4, MAXITERATIONS 500) and one with RedisBloom's defaults (buckets of 2,
+//! MAXITERATIONS 20, what `CF.ADD` on a missing key makes). Single CF.ADD, CF.EXISTS and CF.DEL,
+//! and CF.MEXISTS of 100, per item, in pairs of runs in ABBA order, with A/A rows (the tuned
+//! filter's commands against a second server with this build: the run's noise); the memory each
+//! server takes for the tuned filter; and single lookups on a filter small enough to stay in
+//! cache, the command's cost without the wait for memory.
 
 use crate::common::{Conn, Frame, Server};
 use crate::measure::{batch_of_100, size};
@@ -12,8 +15,11 @@ use crate::report::Row;
 use crate::server;
 use std::path::PathBuf;
 
-/// The filter both servers hold.
+/// The tuned filter both servers hold.
 const KEY: &str = "cuckoo";
+
+/// The filter of RedisBloom's defaults both servers hold.
+const DEFAULT_KEY: &str = "cuckoo-default";
 
 /// A small filter both hold too (1,024 slots, 500 items: in cache), for a lookup's cost without
 /// the wait for memory that every item of the big one has.
@@ -47,10 +53,15 @@ pub fn rows(ours: &Server, rows: &mut Vec<Row>) {
         let small = ["CF.RESERVE", IN_CACHE, "1024", "BUCKETSIZE", "4"];
         assert_eq!(conn.call(&small), Frame::ok());
         fill(&mut conn, IN_CACHE, 500);
+        let default = ["CF.RESERVE", DEFAULT_KEY, &capacity, "BUCKETSIZE", "2"];
+        assert_eq!(conn.call(&default), Frame::ok());
+        fill(&mut conn, DEFAULT_KEY, items);
     }
     // Both hold the same bytes: the same commands, RedisBloom's algorithm.
-    let dump = |server: &Server| server.conn().call(&["CF.SCANDUMP", KEY, "1"]);
-    assert_eq!(dump(ours), dump(&theirs), "the two filters differ");
+    for key in [KEY, DEFAULT_KEY] {
+        let dump = |server: &Server| server.conn().call(&["CF.SCANDUMP", key, "1"]);
+        assert_eq!(dump(ours), dump(&theirs), "the two filters {key} differ");
+    }
     rows.push(
         Row::new(
             "cuckoo filters against RedisBloom 2.4 (usec per item)",
@@ -63,16 +74,45 @@ pub fn rows(ours: &Server, rows: &mut Vec<Row>) {
     for workload in workloads() {
         rows.push(side_by_side(ours, &theirs, workload, GROUP, "RedisBloom"));
     }
+    drop(theirs);
+    // The A/A rows: the tuned filter's single commands against a second server with this build.
+    let same = server::start();
+    let mut conn = same.conn();
+    let capacity = (items * 16 / 10).next_power_of_two().to_string();
+    let reserve = [
+        "CF.RESERVE",
+        KEY,
+        &capacity,
+        "BUCKETSIZE",
+        "4",
+        "MAXITERATIONS",
+        "500",
+    ];
+    assert_eq!(conn.call(&reserve), Frame::ok());
+    fill(&mut conn, KEY, items);
+    for mut workload in workloads().into_iter().take(3) {
+        workload.limit = f64::INFINITY;
+        rows.push(side_by_side(
+            ours,
+            &same,
+            workload,
+            AA_GROUP,
+            "this build (A/A)",
+        ));
+    }
 }
 
-fn workloads() -> [Workload; 5] {
+const AA_GROUP: &str = "cuckoo filters: this build against itself (A/A), usec per item";
+
+fn workloads() -> [Workload; 8] {
     // redis-benchmark's random items from a billion: mostly new ones (adds, lookups of absent
     // items, deletes that find nothing), as the Bloom filter's rows take them.
     let on = |verb: &str, key: &str| vec![verb.to_string(), key.into(), "item:__rand_int__".into()];
     let single = |verb: &str| on(verb, KEY);
+    let default = |verb: &str| on(verb, DEFAULT_KEY);
     [
         Workload {
-            label: "CF.ADD, 10M-item filter, new items",
+            label: "CF.ADD, 10M-item filter (buckets of 4, MAXITERATIONS 500), new items",
             name: "cf.add",
             requests: size(300_000),
             command: single("CF.ADD"),
@@ -101,6 +141,30 @@ fn workloads() -> [Workload; 5] {
             requests: size(20_000),
             command: batch_of_100("CF.MEXISTS", KEY),
             per: 100.0,
+            limit: 0.8,
+        },
+        Workload {
+            label: "CF.ADD, 10M-item filter of RedisBloom's defaults (buckets of 2), new items",
+            name: "cf.add",
+            requests: size(300_000),
+            command: default("CF.ADD"),
+            per: 1.0,
+            limit: 0.8,
+        },
+        Workload {
+            label: "CF.EXISTS, the same filter",
+            name: "cf.exists",
+            requests: size(1_000_000),
+            command: default("CF.EXISTS"),
+            per: 1.0,
+            limit: 0.8,
+        },
+        Workload {
+            label: "CF.DEL, the same filter",
+            name: "cf.del",
+            requests: size(300_000),
+            command: default("CF.DEL"),
+            per: 1.0,
             limit: 0.8,
         },
         // No target: what a single lookup costs where no item waits for memory (the big

@@ -1,10 +1,11 @@
 //! Section `layout`: the blocked layout (`LAYOUT BLOCKED`) against the classic one and against
 //! RedisBloom (when `REDISBLOOM_SO` names a build of it): memory per item at the same error
 //! rate, a filter in the CPU's caches, and the big filters whose every probe is a cache miss.
-//! Comparisons run alternately, five pairs, and report the median of the pairs' ratios.
+//! Comparisons run in pairs in ABBA order and report the median of the pairs' ratios; the rows
+//! with a target have an A/A row beside them (the same key on both sides: the run's noise).
 
 use crate::common::{Conn, Frame, Server};
-use crate::measure::{batch_of_100, measure_once, median, size};
+use crate::measure::{alternate, batch_of_100, measure_once, median, size};
 use crate::report::Row;
 use crate::server::{self, fill};
 use std::path::PathBuf;
@@ -203,6 +204,13 @@ fn single_rows(server: &Server, rows: &mut Vec<Row>) {
             "the same on the 100K-item blocked filter",
             1.3,
         ));
+        rows.push(pairs(
+            &format!("{verb}, 100M-item blocked filter (A/A: against itself)"),
+            &big,
+            &big,
+            "the same",
+            f64::INFINITY,
+        ));
     }
 }
 
@@ -252,8 +260,8 @@ fn redisbloom_rows(server: &Server, theirs: &Server, rows: &mut Vec<Row>) {
     }
 }
 
-/// Five alternating pairs of runs, `a` then `b`, with new random items each run; the row is
-/// `a`'s median (per call, or per item in ns for batches) against `b`'s.
+/// Pairs of runs of `a` and `b` in ABBA order (`measure::alternate`), with new random items each
+/// run; the row is `a`'s median (per call, or per item in ns for batches) against `b`'s.
 pub fn pairs(label: &str, a: &Side, b: &Side, baseline: &str, limit: f64) -> Row {
     let requests = if a.per > 1.0 {
         size(20_000)
@@ -266,14 +274,9 @@ pub fn pairs(label: &str, a: &Side, b: &Side, baseline: &str, limit: f64) -> Row
         measure_once(side.server, side.name, requests, side.keyspace, &command) / side.per
             * unit_scale
     };
-    let (mut first, mut second, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..5 {
-        let x = run(a);
-        let y = run(b);
-        first.push(x);
-        second.push(y);
-        ratios.push(x / y);
-    }
+    let runs = alternate(|| run(a), || run(b));
+    let ratios = runs.iter().map(|(x, y)| x / y).collect();
+    let (first, second): (Vec<f64>, Vec<f64>) = runs.into_iter().unzip();
     let unit = if a.per > 1.0 { "ns" } else { "us" };
     Row::new(GROUP, label, median(first), unit)
         .against(baseline, median(second), limit)

@@ -107,10 +107,36 @@ pub fn measure(
     }
 }
 
-/// The median of some measures.
+/// The median of some measures (of an even count, the mean of the middle two).
 pub fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+    let middle = values.len() / 2;
+    if values.len().is_multiple_of(2) {
+        (values[middle - 1] + values[middle]) / 2.0
+    } else {
+        values[middle]
+    }
+}
+
+/// How many pairs of runs a row that compares two sides takes: an even number, for the ABBA
+/// order of [`alternate`].
+pub const PAIRS: usize = 6;
+
+/// [`PAIRS`] pairs of runs of `a` and `b` in ABBA order (a then b, b then a, a then b, ...):
+/// neither side always runs first, so that a machine that drifts (its caches, its clock, its
+/// neighbours) over a pair favours each side as often. Each pair's (a, b).
+pub fn alternate(mut a: impl FnMut() -> f64, mut b: impl FnMut() -> f64) -> Vec<(f64, f64)> {
+    (0..PAIRS)
+        .map(|pair| {
+            if pair % 2 == 0 {
+                let x = a();
+                (x, b())
+            } else {
+                let y = b();
+                (a(), y)
+            }
+        })
+        .collect()
 }
 
 /// The median time of three runs, in seconds.

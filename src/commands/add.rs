@@ -1,6 +1,7 @@
 //! The commands that add items: `BF.ADD`, `BF.MADD` and `BF.INSERT`. They share one executor:
 //! open the key, create the filter if the command may, add the items in order, reply, propagate.
 
+use super::early::Early;
 use super::options::{End, Options, INSERT};
 use super::{creation_words, in_use, Args};
 use crate::config;
@@ -10,6 +11,7 @@ use crate::glue::call::Call;
 use crate::glue::key::{Access, Entry, FilterKey};
 use crate::size::memory_usage;
 use crate::stats;
+use bf_filter::locator::EarlyHash;
 use bf_filter::sizing::Layout;
 use bf_filter::window::{Window, Windowed, WindowedShape, MIN_WINDOWED_ERROR_RATE};
 use bf_filter::{Chain, Filter, FilterError, Growth};
@@ -146,13 +148,21 @@ struct Request {
     items: Range<usize>,
     answer: Answer,
     at: Option<u64>,
+    /// A single BF.ADD's item, hashed before the key was opened (see [`Early`]).
+    early: Early,
 }
 
 /// BF.ADD key item
 pub fn add(call: &Call) -> Result<(), BfError> {
+    let item = call.args().get(2);
+    let early = Early::hash(call, item);
     let mut key = FilterKey::open(call, 1, Access::Write);
-    let Some(added) = add_in_room(call, &mut key) else {
-        return add_items_in(call, key, Request::of_items(call, Answer::One));
+    let Some(added) = add_in_room(call, &mut key, item, early) else {
+        let request = Request {
+            early,
+            ..Request::of_items(call, Answer::One)
+        };
+        return add_items_in(call, key, request);
     };
     // What `add_items_in` does for this case, and nothing else: its bookkeeping (the creation
     // it might do, the reply array, the growth and expiry checks, a propagated form to choose) is
@@ -169,16 +179,20 @@ pub fn add(call: &Call) -> Result<(), BfError> {
 /// The common case of BF.ADD: one item into a filter without a window, in use, whose newest
 /// sub-filter has room for it, so that nothing can be created, grow, expire or be refused.
 /// Whether the item was new; `None` for every other case (then nothing has changed).
-fn add_in_room(call: &Call, key: &mut FilterKey) -> Option<bool> {
+fn add_in_room(call: &Call, key: &mut FilterKey, item: &[u8], early: Early) -> Option<bool> {
     let Ok(Some(Filter::Chain(chain))) = key.filter_mut() else {
         return None;
     };
     if chain.may_grow_within(1) || chain.is_restoring() {
         return None;
     }
+    let early = early.take_for_chain(call, chain);
     // With no growth possible the size limit is never asked; a full fixed filter refuses the
     // item (and changes nothing): the general path answers that.
-    chain.add(call.args().get(2), u64::MAX).ok()
+    match early {
+        None => chain.add(item, u64::MAX).ok(),
+        early => chain.add_early(item, early, u64::MAX).ok(),
+    }
 }
 
 /// BF.MADD key item [item ...]
@@ -194,6 +208,7 @@ pub fn insert(call: &Call) -> Result<(), BfError> {
         items: insert.first_item..call.args().len(),
         answer: Answer::Each,
         at: insert.at,
+        early: Early::NONE,
     };
     add_items(call, request)
 }
@@ -206,6 +221,7 @@ impl Request {
             items: 2..call.args().len(),
             answer,
             at: None,
+            early: Early::NONE,
         }
     }
 }
@@ -227,8 +243,9 @@ fn add_items_in(call: &Call, mut key: FilterKey, request: Request) -> Result<(),
     }
     let (filter, created) = open_or_create(call, &mut key, creation)?;
     let time = WriteTime::of(call, filter, request.at);
+    let early = request.early.take(call, filter, WriteTime::core_time(time));
     let reply = Reply::new(call, request.answer);
-    let applied = apply(call, filter, request.items.clone(), time, &reply);
+    let applied = apply(call, filter, request.items.clone(), time, early, &reply);
     // A filter this command created and no item could enter is not left behind.
     if created.is_some() && applied.end == request.items.start {
         key.delete();
@@ -372,6 +389,7 @@ fn apply(
     filter: &mut Filter,
     items: Range<usize>,
     time: Option<WriteTime>,
+    early: Option<EarlyHash>,
     reply: &Reply,
 ) -> Applied {
     let args = call.args();
@@ -408,7 +426,7 @@ fn apply(
     };
     if items.len() == 1 {
         // One item has nothing to batch: no group buffer.
-        take(filter.add(args.get(items.start), now, limit.bytes()));
+        take(filter.add_early(args.get(items.start), early, now, limit.bytes()));
     } else {
         let each = items.clone().map(|i| args.get(i));
         filter.add_many(each, now, limit.bytes(), take);

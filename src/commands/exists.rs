@@ -1,5 +1,6 @@
 //! `BF.EXISTS` and `BF.MEXISTS`: whether items may have been added. A missing key holds nothing.
 
+use super::early::Early;
 use super::{in_use, lookup_time, Args};
 use crate::error::BfError;
 use crate::glue::call::Call;
@@ -8,13 +9,20 @@ use crate::stats;
 
 /// BF.EXISTS key item
 pub fn exists(call: &Call) -> Result<(), BfError> {
-    let key = FilterKey::open(call, 1, Access::Read);
     let item = call.args().get(2);
+    let early = Early::hash(call, item);
+    let key = FilterKey::open(call, 1, Access::Read);
     let filter = key.filter()?;
     if let Some(filter) = filter {
         in_use(filter)?;
     }
-    let found = filter.is_some_and(|filter| filter.contains(item, lookup_time(call, filter)));
+    let found = filter.is_some_and(|filter| {
+        let now = lookup_time(call, filter);
+        match early.take(call, filter, now) {
+            None => filter.contains(item, now),
+            early => filter.contains_early(item, early, now),
+        }
+    });
     stats::items_looked_up(1);
     call.reply_bool(found);
     Ok(())

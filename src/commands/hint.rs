@@ -70,6 +70,14 @@ impl<const N: usize> Hints<N> {
         }))
     }
 
+    /// The words kept for the key tagged `tag`, if its entry holds them, to read one at a time
+    /// (a family that needs a few of many words reads those only).
+    #[inline(always)]
+    pub fn find(&self, tag: u64) -> Option<&[AtomicU64; N]> {
+        let entry = self.entry(tag);
+        (entry.tag.load(Ordering::Relaxed) == tag).then_some(&entry.words)
+    }
+
     /// Keeps `words` for the key tagged `tag`, in place of what its entry held.
     #[inline(always)]
     pub fn keep(&self, tag: u64, words: [u64; N]) {

@@ -5,6 +5,7 @@ pub mod add;
 pub mod cuckoo;
 pub mod docs;
 pub mod dump;
+pub mod early;
 pub mod exists;
 pub mod hint;
 pub mod info;

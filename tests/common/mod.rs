@@ -188,6 +188,15 @@ fn clock_library() -> PathBuf {
         .clone()
 }
 
+/// tests/fake/fixed_seed.c, built: preloaded, a server's random seed (and so the layout of its
+/// hash tables) is the same at every start, for instruction counts that repeat exactly.
+pub fn fixed_seed_library() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| c_library("tests/fake/fixed_seed.c", None))
+        .clone()
+}
+
 /// tests/fake/other_bloom.c, built: a module that takes one of the names this one needs, as
 /// RedisBloom would (its load argument says which: `name`, `type` or `command`). It compiles
 /// against the redismodule.h the redis-module crate ships, found through `cargo metadata`.

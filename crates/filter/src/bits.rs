@@ -63,14 +63,31 @@ pub fn piece_lengths(bits: u64) -> impl Iterator<Item = usize> {
 
 /// The addressing of an array of a given bit count.
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct Layout {
+pub(crate) struct Layout {
     /// Bits held by the equal pieces.
     stride_region: u64,
     stride_log2: u32,
 }
 
 impl Layout {
-    fn of(bits: u64) -> Layout {
+    /// The addressing of an array of `bits` bits in pieces of 2^`stride_log2` bits (its own
+    /// stride: see [`Layout::stride_log2`]; any other makes an addressing that finds nothing).
+    #[inline(always)]
+    pub(crate) fn with_stride(bits: u64, stride_log2: u32) -> Layout {
+        let stride_log2 = stride_log2.clamp(MIN_STRIDE_LOG2, MAX_STRIDE_LOG2);
+        Layout {
+            stride_region: bits & !((1 << stride_log2) - 1),
+            stride_log2,
+        }
+    }
+
+    /// log2 of the size of its equal pieces, in bits.
+    #[inline(always)]
+    pub(crate) fn stride_log2(&self) -> u32 {
+        self.stride_log2
+    }
+
+    pub(crate) fn of(bits: u64) -> Layout {
         let stride_log2 = stride_log2(bits);
         Layout {
             stride_region: bits & !((1 << stride_log2) - 1),
@@ -80,7 +97,7 @@ impl Layout {
 
     /// Which piece holds bit `index` of an array of `bits` bits, and at which bit offset in it.
     #[inline(always)]
-    fn locate(&self, bits: u64, index: u64) -> (usize, usize) {
+    pub(crate) fn locate(&self, bits: u64, index: u64) -> (usize, usize) {
         if index < self.stride_region {
             let mask = (1 << self.stride_log2) - 1;
             return (
@@ -259,6 +276,40 @@ impl BitStore {
     pub fn prefetch(&self, index: u64) {
         let (piece, offset) = self.layout.locate(self.bits, index);
         prefetch_byte(&self.pieces[piece][offset >> 3]);
+    }
+
+    /// Its addressing.
+    #[inline(always)]
+    pub(crate) fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// How many pieces it has.
+    #[inline(always)]
+    pub(crate) fn piece_count(&self) -> usize {
+        self.pieces.len()
+    }
+
+    /// The address of piece `index`'s first byte (0 past the last): a few of them, with the bit
+    /// count, tell one array from another while both live.
+    #[inline(always)]
+    pub(crate) fn piece_address(&self, index: usize) -> usize {
+        self.pieces
+            .get(index)
+            .map_or(0, |piece| piece.as_ptr() as usize)
+    }
+
+    /// The address of each piece's first byte, in order (for [`crate::locator::Locator`], which
+    /// only ever prefetches from them).
+    pub(crate) fn piece_addresses(&self) -> impl Iterator<Item = usize> + '_ {
+        self.pieces.iter().map(|piece| piece.as_ptr() as usize)
+    }
+
+    /// The address of the byte holding bit `index` (for tests of what a locator asks for).
+    #[cfg(test)]
+    pub(crate) fn address_of(&self, index: u64) -> usize {
+        let (piece, offset) = self.layout.locate(self.bits, index);
+        std::ptr::from_ref(&self.pieces[piece][offset >> 3]) as usize
     }
 
     /// The pieces' bytes in order; concatenated, they are the whole array.

@@ -386,15 +386,17 @@ impl Chain {
     #[inline(never)]
     fn prefetch_big(&self, hash: &ItemHash, probes: u32) {
         match self.format.hashing() {
-            Hashing::Xxh3 => self.prefetch_by::<Mixed>(hash, probes),
-            Hashing::Murmur64 | Hashing::Murmur32 => self.prefetch_by::<Plain>(hash, probes),
+            Hashing::Xxh3 => self.prefetch_by::<Mixed>(hash, probes, 0),
+            Hashing::Murmur64 | Hashing::Murmur32 => self.prefetch_by::<Plain>(hash, probes, 0),
         }
     }
 
+    /// Prefetches the first `probes` probes in the big sub-filters, newest first, past the
+    /// `skip` newest.
     #[inline(always)]
-    fn prefetch_by<P: Probing>(&self, hash: &ItemHash, probes: u32) {
+    fn prefetch_by<P: Probing>(&self, hash: &ItemHash, probes: u32, skip: usize) {
         let mut budget = probes;
-        for (index, filter) in self.filters.iter().enumerate().rev() {
+        for (index, filter) in self.filters.iter().enumerate().rev().skip(skip) {
             if budget == 0 || filter.shape().bit_bytes() < PREFETCH_MIN_BYTES {
                 break;
             }
@@ -609,6 +611,8 @@ fn next_shape(growth: Growth, newest: &Shape, layout: Layout) -> Result<Shape, F
     }
     Shape::sized(capacity, newest.error / 2.0, layout)
 }
+
+mod early;
 
 #[cfg(test)]
 mod tests {

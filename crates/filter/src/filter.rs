@@ -5,6 +5,7 @@
 
 use crate::chain::{Chain, Growth};
 use crate::hash::Hashing;
+use crate::locator::{EarlyHash, Locator, PLACE_WORDS};
 use crate::sub_filter::SubFilter;
 use crate::window::{Expired, Window, Windowed};
 use crate::FilterError;
@@ -45,6 +46,52 @@ impl Filter {
         match self {
             Filter::Chain(chain) => chain.contains(item),
             Filter::Windowed(windowed) => windowed.contains(item, now),
+        }
+    }
+
+    /// [`Filter::contains`] of an item maybe hashed before the filter was in hand (by a
+    /// [`Locator`]): the early hash is taken only if the filter hashes items that way.
+    #[inline]
+    pub fn contains_early(&self, item: &[u8], early: Option<EarlyHash>, now: u64) -> bool {
+        match self {
+            Filter::Chain(chain) => chain.contains_early(item, early),
+            Filter::Windowed(windowed) => windowed.contains_early(item, early, now),
+        }
+    }
+
+    /// [`Filter::add`] of an item maybe hashed early (see [`Filter::contains_early`]).
+    #[inline]
+    pub fn add_early(
+        &mut self,
+        item: &[u8],
+        early: Option<EarlyHash>,
+        now: u64,
+        max_bytes: u64,
+    ) -> Result<bool, FilterError> {
+        match self {
+            Filter::Chain(chain) => chain.add_early(item, early, max_bytes),
+            Filter::Windowed(windowed) => windowed.add_early(item, early, now, max_bytes),
+        }
+    }
+
+    /// Where the sub-filter an item is first looked for in lies (a chain's newest, a windowed
+    /// filter's newest live part at `now`), for a later command to prefetch the item's lines from
+    /// before it has the filter; `None` where that sub-filter is too small for it to pay.
+    #[inline]
+    pub fn locator(&self, now: u64) -> Option<Locator> {
+        match self {
+            Filter::Chain(chain) => chain.locator(),
+            Filter::Windowed(windowed) => windowed.locator(now),
+        }
+    }
+
+    /// Whether `place` (the first words of a [`Locator`]'s) is where the sub-filter
+    /// [`Filter::locator`] locates at `now` lies.
+    #[inline]
+    pub fn is_at(&self, place: &[u64; PLACE_WORDS], now: u64) -> bool {
+        match self {
+            Filter::Chain(chain) => chain.is_at(place),
+            Filter::Windowed(windowed) => windowed.is_at(place, now),
         }
     }
 

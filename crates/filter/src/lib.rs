@@ -5,7 +5,8 @@
 //!   ([`sizing::blocked`]: the blocked layout's own); [`hash`]: an item's hash and the probe
 //!   sequences it expands into; [`bits`]: the bit array, in allocator-exact pieces; [`bytes`]:
 //!   what the allocator charges for each block (the model every size figure and limit uses).
-//! - [`sub_filter`]: one fixed-size filter ([`SubFilter`]).
+//! - [`sub_filter`]: one fixed-size filter ([`SubFilter`]); [`locator`]: where one lies in memory,
+//!   as plain numbers, for a command to prefetch an item's lines from before it has the filter.
 //! - [`growth`]: how chains grow ([`Growth`]), RedisBloom's rules for its chains included.
 //! - [`chain`]: the scaling chain ([`Chain`]) and its [`Format`].
 //! - [`window`]: windowed filters, which remember an item for a window of time.
@@ -35,6 +36,7 @@ pub mod filter;
 pub mod fuzzing;
 pub mod growth;
 pub mod hash;
+pub mod locator;
 mod reader;
 pub mod redisbloom;
 pub mod restoring;

@@ -46,6 +46,7 @@
 //! expire whole, on their old schedule; every generation made after that is sized as above.
 
 use crate::hash::ItemHash;
+use crate::locator::EarlyHash;
 use crate::sizing::{Shape, MIN_ERROR_RATE};
 use crate::sub_filter::SubFilter;
 use crate::FilterError;
@@ -431,8 +432,19 @@ impl Windowed {
     /// are dropped first. Past `max_bytes` (the whole filter) a new part is refused, as past the
     /// budget of a NONSCALING filter; either way nothing is added.
     pub fn add(&mut self, item: &[u8], now: u64, max_bytes: u64) -> Result<bool, FilterError> {
+        self.add_early(item, None, now, max_bytes)
+    }
+
+    /// [`Windowed::add`] of an item maybe hashed early (see [`Windowed::contains_early`]).
+    pub fn add_early(
+        &mut self,
+        item: &[u8],
+        early: Option<EarlyHash>,
+        now: u64,
+        max_bytes: u64,
+    ) -> Result<bool, FilterError> {
         self.expire(now);
-        let hash = ItemHash::of(item);
+        let hash = early::early_or_own(item, early);
         if self.contains_hash(&hash, now) {
             return Ok(false);
         }
@@ -675,6 +687,7 @@ impl Windowed {
 
 mod bytes;
 mod check;
+mod early;
 mod shape;
 
 pub(crate) use bytes::planned_windowed;
