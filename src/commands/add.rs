@@ -1,7 +1,7 @@
 //! The commands that add items: `BF.ADD`, `BF.MADD` and `BF.INSERT`. They share one executor:
 //! open the key, create the filter if the command may, add the items in order, reply, propagate.
 
-use super::early::Early;
+use super::early::{Early, Purpose};
 use super::options::{End, Options, INSERT};
 use super::{creation_words, in_use, Args};
 use crate::config;
@@ -155,7 +155,7 @@ struct Request {
 /// BF.ADD key item
 pub fn add(call: &Call) -> Result<(), BfError> {
     let item = call.args().get(2);
-    let early = Early::hash(call, item);
+    let early = Early::hash(call, item, Purpose::Add);
     let mut key = FilterKey::open(call, 1, Access::Write);
     let Some(added) = add_in_room(call, &mut key, item, early) else {
         let request = Request {

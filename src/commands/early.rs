@@ -7,12 +7,21 @@
 
 use super::hint::{self, Hints};
 use crate::glue::call::Call;
-use bf_filter::locator::{EarlyHash, Locator, PLACE_WORDS, WORDS};
+use bf_filter::locator::{EarlyHash, Locator, EARLY_PROBES, LOOKUP_PROBES, PLACE_WORDS, WORDS};
 use bf_filter::{Chain, Filter};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Where the big filters of recent single-item commands (BF.ADD, BF.EXISTS) lie.
 static HINTS: Hints<WORDS> = Hints::new();
+
+/// What a single-item command does with its item.
+#[derive(Clone, Copy)]
+pub enum Purpose {
+    /// BF.ADD: it reads and writes every probe's bit.
+    Add,
+    /// BF.EXISTS: it reads probes until one is unset.
+    Lookup,
+}
 
 /// A single-item command's item, hashed before its key is opened if a hint is kept for the key.
 #[derive(Clone, Copy)]
@@ -36,25 +45,31 @@ impl Early {
     /// Before the key is opened: if a hint is kept for this key, hashes `item` as its filter does
     /// and asks for its probe lines there. One load and nothing more while no big filter has been
     /// used.
+    /// An add asks for the lines of all its item's probes (up to 16: it writes them all); a
+    /// lookup for its first few (`LOOKUP_PROBES`), and for the others once those are found set.
     #[inline(always)]
-    pub fn hash(call: &Call, item: &[u8]) -> Early {
+    pub fn hash(call: &Call, item: &[u8], purpose: Purpose) -> Early {
         if !HINTS.in_use() {
             return Early::NONE;
         }
-        Early::hash_hinted(call, item)
+        let probes = match purpose {
+            Purpose::Add => EARLY_PROBES,
+            Purpose::Lookup => LOOKUP_PROBES,
+        };
+        Early::hash_hinted(call, item, probes)
     }
 
     /// [`Early::hash`] once hints are kept (out of line, so that a server of small filters runs
     /// none of it, nor makes room for it).
     #[inline(never)]
-    fn hash_hinted(call: &Call, item: &[u8]) -> Early {
+    fn hash_hinted(call: &Call, item: &[u8], probes: u32) -> Early {
         let tag = hint::tag(call);
         let Some(hint) = HINTS.find(tag) else {
             return Early { tag, ..Early::NONE };
         };
         Early {
             tag,
-            hash: Some(Locator::prefetch_from(|i| word(hint, i), item)),
+            hash: Some(Locator::prefetch_from(|i| word(hint, i), item, probes)),
             hint: Some(hint),
         }
     }

@@ -1,6 +1,6 @@
 //! `BF.EXISTS` and `BF.MEXISTS`: whether items may have been added. A missing key holds nothing.
 
-use super::early::Early;
+use super::early::{Early, Purpose};
 use super::{in_use, lookup_time, Args};
 use crate::error::BfError;
 use crate::glue::call::Call;
@@ -10,7 +10,7 @@ use crate::stats;
 /// BF.EXISTS key item
 pub fn exists(call: &Call) -> Result<(), BfError> {
     let item = call.args().get(2);
-    let early = Early::hash(call, item);
+    let early = Early::hash(call, item, Purpose::Lookup);
     let key = FilterKey::open(call, 1, Access::Read);
     let filter = key.filter()?;
     if let Some(filter) = filter {

@@ -19,9 +19,15 @@ use crate::sizing::Shape;
 pub const PIECES: usize = 16;
 /// The words a locator takes ([`Locator::to_words`]).
 pub const WORDS: usize = 4 + PIECES;
-/// The most probes prefetched ahead: as many as a chain asks for of one item itself, so that the
-/// chain need not ask again for its newest sub-filter (`Chain::contains_early`).
+/// The most probes an add prefetches ahead: as many as a chain asks for of one item itself, so
+/// that the chain need not ask again for its newest sub-filter (`Chain::add_early`).
 pub const EARLY_PROBES: u32 = 16;
+
+/// The probes a lookup prefetches ahead: a lookup stops at its item's first unset bit, which for
+/// an absent item in a half-full filter is the first probe half the time and among the first
+/// three seven times in eight; the rest are asked for once these are found set
+/// (`SubFilter::contains_asked_by`), so that an absent item costs no lines it never reads.
+pub const LOOKUP_PROBES: u32 = 3;
 /// The smallest bit array worth a prefetch ahead, in bytes: as for a chain's own prefetch, below it
 /// an item's lines are mostly in the core's own caches.
 const WORTH_KEEPING: u64 = 1 << 20;
@@ -61,8 +67,10 @@ pub const PLACE_WORDS: usize = 4;
 pub struct EarlyHash {
     hashing: Hashing,
     hash: ItemHash,
-    /// Its lines in the filter's newest sub-filter were asked for (the locator it was made by
-    /// located that very sub-filter): the filter need not ask again.
+    /// How many of its first probes' lines were asked for in the located sub-filter.
+    probes: u8,
+    /// The located sub-filter is the filter's newest (the caller checked its place): the filter
+    /// need not ask again for those lines.
     asked: bool,
 }
 
@@ -83,10 +91,15 @@ impl EarlyHash {
         }
     }
 
-    /// Whether its lines in the filter's newest sub-filter were asked for.
+    /// How many of its first probes' lines in the filter's newest sub-filter were asked for: 0 if
+    /// none (or the sub-filter was another).
     #[inline]
-    pub fn was_asked(&self) -> bool {
-        self.asked
+    pub fn asked_probes(&self) -> u32 {
+        if self.asked {
+            u32::from(self.probes)
+        } else {
+            0
+        }
     }
 }
 
@@ -124,21 +137,24 @@ impl Locator {
     #[inline]
     pub fn prefetch(&self, item: &[u8]) -> EarlyHash {
         let words = self.to_words();
-        Locator::prefetch_from(|i| words[i], item)
+        Locator::prefetch_from(|i| words[i], item, EARLY_PROBES)
     }
 
     /// [`Locator::prefetch`] of the locator whose words ([`Locator::to_words`]) `word` reads, one
     /// at a time as they are needed (a command reads them where they are kept, and needs the
     /// addresses of the pieces its item's probes fall in only). Any words make a locator, which
     /// prefetches somewhere and is never read through.
+    /// It asks for the lines of the first `probes` probes at most ([`EARLY_PROBES`] for an add,
+    /// [`LOOKUP_PROBES`] for a lookup).
     #[inline(always)]
-    pub fn prefetch_from(word: impl Fn(usize) -> u64, item: &[u8]) -> EarlyHash {
+    pub fn prefetch_from(word: impl Fn(usize) -> u64, item: &[u8], probes: u32) -> EarlyHash {
         let hashing = Locator::hashing_of(word(0));
         let hash = hashing.hash(item);
-        Locator::lines_in(&word, &hash, prefetch_address);
+        let asked = Locator::lines_in(&word, &hash, probes, prefetch_address);
         EarlyHash {
             hashing,
             hash,
+            probes: asked as u8,
             asked: false,
         }
     }
@@ -200,16 +216,22 @@ impl Locator {
     #[cfg(test)]
     fn lines_of(&self, hash: &ItemHash, visit: impl FnMut(usize)) {
         let words = self.to_words();
-        Locator::lines_in(&|i| words[i], hash, visit);
+        Locator::lines_in(&|i| words[i], hash, EARLY_PROBES, visit);
     }
 
-    /// [`Locator::lines_of`] of the locator whose words `word` reads.
+    /// [`Locator::lines_of`] of the locator whose words `word` reads, of its first `most` probes
+    /// at most: how many probes that was.
     #[inline(always)]
-    fn lines_in(word: &impl Fn(usize) -> u64, hash: &ItemHash, mut visit: impl FnMut(usize)) {
+    fn lines_in(
+        word: &impl Fn(usize) -> u64,
+        hash: &ItemHash,
+        most: u32,
+        mut visit: impl FnMut(usize),
+    ) -> u32 {
         let packed = word(0);
         let lines = ((packed >> 8) as u8).min(2);
         let piece_count = ((packed >> 16) as u8).min(PIECES as u8);
-        let probes = ((packed >> 32) as u32).min(EARLY_PROBES);
+        let probes = ((packed >> 32) as u32).min(EARLY_PROBES).min(most);
         let (index, probe_bits, store_bits) = (word(1), word(2), word(3));
         let layout = Layout::with_stride(store_bits, u32::from((packed >> 24) as u8));
         let shape = Shape {
@@ -232,6 +254,7 @@ impl Locator {
             Hashing::Xxh3 => Mixed::lines(&hash.for_sub_filter(index as usize), &shape, probes, at),
             Hashing::Murmur64 | Hashing::Murmur32 => Plain::lines(hash, &shape, probes, at),
         }
+        probes
     }
 
     /// Its words, to keep between commands in plain atomics.

@@ -122,6 +122,32 @@ impl SubFilter {
                 && hash.plain32(count).all(|value| self.bits.get(value % bits)))
     }
 
+    /// [`SubFilter::contains_by`] of an item whose first `asked` probes' lines were asked for
+    /// already: once those are all found set (the item may well be there), the lines of the rest
+    /// are asked for at once, before any is read; an item found absent among the first costs no
+    /// other line. (RedisBloom's 32-bit arithmetic of old, where it differs, is tried as
+    /// [`SubFilter::contains_by`] tries it.)
+    #[inline(always)]
+    pub fn contains_asked_by<P: Probing>(&self, hash: &ItemHash, asked: u32) -> bool {
+        let (count, bits) = (self.shape.hash_count, self.shape.bits);
+        let mut probe = 0;
+        P::each(hash, &self.shape, count, |position| {
+            if probe == asked && self.shape.lines == 0 {
+                let mut seen = 0;
+                P::lines(hash, &self.shape, count.min(16), |later| {
+                    if seen >= asked {
+                        self.bits.prefetch(later);
+                    }
+                    seen += 1;
+                });
+            }
+            probe += 1;
+            self.bits.get(position)
+        }) || (P::LEGACY
+            && arithmetic_differs(bits)
+            && hash.plain32(count).all(|value| self.bits.get(value % bits)))
+    }
+
     /// Starts loading the cache lines of the item's first `count` probes (at most its hash
     /// count), by probing `P`.
     #[inline(always)]

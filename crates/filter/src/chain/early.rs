@@ -1,9 +1,11 @@
 //! A chain for the single commands that hash their item before they have the chain
 //! (`crate::locator`): where its newest sub-filter lies, and lookups and adds of an item hashed
 //! early, which ask for the newest sub-filter's lines only where the early request did not.
+//!
+//! [`SubFilter::contains_asked_by`]: crate::SubFilter::contains_asked_by
 
 use super::{Chain, PREFETCH_PROBES};
-use crate::hash::{Hashing, ItemHash, Mixed, Plain};
+use crate::hash::{Hashing, ItemHash, Mixed, Plain, Plain32, Probing};
 use crate::locator::{EarlyHash, Locator, EARLY_PROBES, PLACE_WORDS};
 use crate::FilterError;
 
@@ -49,13 +51,48 @@ impl Chain {
         *place == Locator::place_of(index, self.filters[index].bits())
     }
 
-    /// [`Chain::contains`] of an item maybe hashed early ([`Chain::hash_with`]); the newest
-    /// sub-filter's lines are not asked for again where the early request asked for them.
+    /// [`Chain::contains`] of an item maybe hashed early ([`Chain::hash_with`]). Where the early
+    /// request asked for the newest sub-filter's first probes' lines, those are not asked for
+    /// again, and the rest only once they are found set ([`SubFilter::contains_asked_by`]).
     #[inline(always)]
     pub fn contains_early(&self, item: &[u8], early: Option<EarlyHash>) -> bool {
         let hash = self.hash_with(item, early);
-        self.prefetch_unasked(&hash, early);
-        self.contains_hash(&hash)
+        let asked = self.asked_of(early);
+        if asked == 0 {
+            self.prefetch(&hash);
+            return self.contains_hash(&hash);
+        }
+        if self.filters.len() > 1 {
+            self.prefetch_older(&hash);
+        }
+        match self.format.hashing() {
+            Hashing::Xxh3 => self.contains_asked_by::<Mixed>(&hash, asked),
+            Hashing::Murmur64 => self.contains_asked_by::<Plain>(&hash, asked),
+            Hashing::Murmur32 => self.contains_asked_by::<Plain32>(&hash, asked),
+        }
+    }
+
+    /// How many of the newest sub-filter's first probes' lines `early` asked for: 0 unless it is
+    /// a hash of this chain's hashing made by a locator of that very sub-filter.
+    #[inline(always)]
+    fn asked_of(&self, early: Option<EarlyHash>) -> u32 {
+        match early {
+            Some(early) if early.hash_for(self.format.hashing()).is_some() => early.asked_probes(),
+            _ => 0,
+        }
+    }
+
+    /// The newest sub-filter looked up as its first `asked` probes' lines were asked for, then the
+    /// older ones as usual.
+    #[inline(always)]
+    fn contains_asked_by<P: Probing>(&self, hash: &ItemHash, asked: u32) -> bool {
+        let newest = self.filters.len() - 1;
+        self.filters[newest].contains_asked_by::<P>(&P::for_sub_filter(hash, newest), asked)
+            || self.filters[..newest]
+                .iter()
+                .enumerate()
+                .rev()
+                .any(|(index, filter)| filter.contains_by::<P>(&P::for_sub_filter(hash, index)))
     }
 
     /// [`Chain::add`] of an item maybe hashed early (see [`Chain::contains_early`]).
@@ -75,10 +112,8 @@ impl Chain {
     /// hash of this chain's hashing, made by a locator of that very sub-filter).
     #[inline(always)]
     fn prefetch_unasked(&self, hash: &ItemHash, early: Option<EarlyHash>) {
-        let asked = early.is_some_and(|early| {
-            early.was_asked() && early.hash_for(self.format.hashing()).is_some()
-        });
-        if !asked {
+        let newest = self.newest().shape().hash_count.min(EARLY_PROBES);
+        if self.asked_of(early) < newest {
             self.prefetch(hash);
         } else if self.filters.len() > 1 {
             self.prefetch_older(hash);
