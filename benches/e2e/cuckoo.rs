@@ -26,37 +26,15 @@ const DEFAULT_KEY: &str = "cuckoo-default";
 const IN_CACHE: &str = "cuckoo-in-cache";
 
 /// Measures this section and appends its rows.
-pub fn rows(ours: &Server, rows: &mut Vec<Row>) {
+pub fn rows(_main: &Server, rows: &mut Vec<Row>) {
     let Some(module) = std::env::var_os("REDISBLOOM_SO").map(PathBuf::from) else {
         println!("(skipped the cuckoo filters against RedisBloom: set REDISBLOOM_SO)");
         return;
     };
+    // Servers that hold these filters and nothing else (see the redisbloom section).
+    let ours = &server::start();
     let theirs = server::start_with_module(&module);
-    let items = size(10_000_000);
-    let mut used = Vec::new();
-    for server in [ours, &theirs] {
-        let mut conn = server.conn();
-        let before = memory(&mut conn);
-        let capacity = (items * 16 / 10).next_power_of_two().to_string();
-        let reserve = [
-            "CF.RESERVE",
-            KEY,
-            &capacity,
-            "BUCKETSIZE",
-            "4",
-            "MAXITERATIONS",
-            "500",
-        ];
-        assert_eq!(conn.call(&reserve), Frame::ok());
-        fill(&mut conn, KEY, items);
-        used.push(memory(&mut conn) - before);
-        let small = ["CF.RESERVE", IN_CACHE, "1024", "BUCKETSIZE", "4"];
-        assert_eq!(conn.call(&small), Frame::ok());
-        fill(&mut conn, IN_CACHE, 500);
-        let default = ["CF.RESERVE", DEFAULT_KEY, &capacity, "BUCKETSIZE", "2"];
-        assert_eq!(conn.call(&default), Frame::ok());
-        fill(&mut conn, DEFAULT_KEY, items);
-    }
+    let used: Vec<i64> = [ours, &theirs].into_iter().map(load).collect();
     // Both hold the same bytes: the same commands, RedisBloom's algorithm.
     for key in [KEY, DEFAULT_KEY] {
         let dump = |server: &Server| server.conn().call(&["CF.SCANDUMP", key, "1"]);
@@ -75,21 +53,10 @@ pub fn rows(ours: &Server, rows: &mut Vec<Row>) {
         rows.push(side_by_side(ours, &theirs, workload, GROUP, "RedisBloom"));
     }
     drop(theirs);
-    // The A/A rows: the tuned filter's single commands against a second server with this build.
+    // The A/A rows: the tuned filter's single commands against a second server with this build
+    // and the same filters.
     let same = server::start();
-    let mut conn = same.conn();
-    let capacity = (items * 16 / 10).next_power_of_two().to_string();
-    let reserve = [
-        "CF.RESERVE",
-        KEY,
-        &capacity,
-        "BUCKETSIZE",
-        "4",
-        "MAXITERATIONS",
-        "500",
-    ];
-    assert_eq!(conn.call(&reserve), Frame::ok());
-    fill(&mut conn, KEY, items);
+    load(&same);
     for mut workload in workloads().into_iter().take(3) {
         workload.limit = f64::INFINITY;
         rows.push(side_by_side(
@@ -178,6 +145,33 @@ fn workloads() -> [Workload; 8] {
             limit: f64::INFINITY,
         },
     ]
+}
+
+/// Reserves and fills the section's three filters on `server`: the memory the tuned one took.
+fn load(server: &Server) -> i64 {
+    let items = size(10_000_000);
+    let mut conn = server.conn();
+    let before = memory(&mut conn);
+    let capacity = (items * 16 / 10).next_power_of_two().to_string();
+    let tuned = [
+        "CF.RESERVE",
+        KEY,
+        &capacity,
+        "BUCKETSIZE",
+        "4",
+        "MAXITERATIONS",
+        "500",
+    ];
+    assert_eq!(conn.call(&tuned), Frame::ok());
+    fill(&mut conn, KEY, items);
+    let used = memory(&mut conn) - before;
+    let small = ["CF.RESERVE", IN_CACHE, "1024", "BUCKETSIZE", "4"];
+    assert_eq!(conn.call(&small), Frame::ok());
+    fill(&mut conn, IN_CACHE, 500);
+    let default = ["CF.RESERVE", DEFAULT_KEY, &capacity, "BUCKETSIZE", "2"];
+    assert_eq!(conn.call(&default), Frame::ok());
+    fill(&mut conn, DEFAULT_KEY, items);
+    used
 }
 
 /// Adds `count` items (`item:0`...) to `key` with pipelined CF.INSERT of 1,000 items each.
