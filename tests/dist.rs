@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{Frame, Options, Server};
+use common::{arm64, Frame, Options, Server};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -48,14 +48,6 @@ fn run(command: &mut Command) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// The version MODULE LIST reports: MAJOR * 10000 + MINOR * 100 + PATCH of the crate's.
-fn module_version() -> i64 {
-    let part = |text: &str| text.parse::<i64>().unwrap();
-    part(env!("CARGO_PKG_VERSION_MAJOR")) * 10000
-        + part(env!("CARGO_PKG_VERSION_MINOR")) * 100
-        + part(env!("CARGO_PKG_VERSION_PATCH"))
-}
-
 /// A dotted version as numbers, for comparing.
 fn numbers(version: &str) -> Vec<u32> {
     version
@@ -74,19 +66,7 @@ fn unpacked(arch: &str) -> PathBuf {
 }
 
 fn package() -> Vec<PathBuf> {
-    let parent = root().join("target/test-dist");
-    // Directories that earlier runs left (each test process leaves its own, named by its id).
-    if let Ok(entries) = std::fs::read_dir(&parent) {
-        for entry in entries.flatten() {
-            let pid = entry.file_name().to_string_lossy().into_owned();
-            if !Path::new("/proc").join(&pid).exists() {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-    }
-    let work = parent.join(std::process::id().to_string());
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).unwrap();
+    let work = common::process_dir(&root().join("target/test-dist"));
     // Builds both modules (cargo-zigbuild, in target/zig: quick when `make dist` or an earlier run
     // built them) and packages them.
     let printed = run(Command::new(root().join("scripts/dist.sh")).arg(work.join("out")));
@@ -223,7 +203,7 @@ fn each_tarballs_readme_is_filled_in_for_the_person_installing_it() {
         for wanted in [
             format!("# redis-bf {} for Linux {arch}", env!("CARGO_PKG_VERSION")),
             format!("glibc {GLIBC_FLOOR} or newer"),
-            format!("with version {}", module_version()),
+            format!("with version {}", arm64::module_version()),
             format!(
                 "sha256sum -c redis-bf-{}-linux-{arch}.tar.gz.sha256",
                 env!("CARGO_PKG_VERSION")
@@ -249,16 +229,6 @@ fn each_tarballs_readme_is_filled_in_for_the_person_installing_it() {
 }
 
 /// MODULE LIST names the module `bf`, at the crate's version.
-fn assert_listed(conn: &mut common::Conn) {
-    let modules = conn.call(&["MODULE", "LIST"]).items();
-    assert_eq!(modules.len(), 1, "{modules:?}");
-    let fields = modules[0].items();
-    assert_eq!(fields[0], Frame::bulk("name"));
-    assert_eq!(fields[1], Frame::bulk("bf"));
-    assert_eq!(fields[2], Frame::bulk("ver"));
-    assert_eq!(fields[3], Frame::Int(module_version()));
-}
-
 #[test]
 fn the_x86_64_module_loads_three_ways() {
     let dir = unpacked("x86_64");
@@ -273,7 +243,7 @@ fn the_x86_64_module_loads_three_ways() {
         .module_args(&["error-rate", "0.001"]),
     );
     let mut conn = server.conn();
-    assert_listed(&mut conn);
+    arm64::assert_listed(&mut conn);
     assert_eq!(conn.call(&["BF.ADD", "f", "x"]), Frame::Int(1));
     assert_eq!(conn.call(&["BF.EXISTS", "f", "x"]), Frame::Int(1));
     assert_eq!(
@@ -301,7 +271,7 @@ fn the_x86_64_module_loads_three_ways() {
         conn.call(&["BF.INFO", "f", "CAPACITY"]),
         Frame::Array(vec![Frame::Int(500)])
     );
-    assert_listed(&mut conn);
+    arm64::assert_listed(&mut conn);
     drop(server);
 
     // 3. A config file: redis.conf.example from the tarball, plus a loadmodule line and a
@@ -327,84 +297,9 @@ fn the_x86_64_module_loads_three_ways() {
     drop(server);
 }
 
-/// Debian's arm64 redis-server under qemu-aarch64, as `make test` unpacks them
-/// (scripts/fetch-arm64.sh writes this wrapper).
-fn arm64_redis_server() -> PathBuf {
-    let path = root().join("target/arm64/redis-server");
-    assert!(
-        path.exists(),
-        "{} is missing: `make test` unpacks Debian's arm64 redis-server and qemu-user-static \
-         there (scripts/fetch-arm64.sh)",
-        path.display()
-    );
-    path
-}
-
-/// A handful of commands, and the replies: the same on both architectures, down to the bytes of
-/// BF.SCANDUMP, since the filters' sizing and hashing do not depend on the machine.
-fn exercise(conn: &mut common::Conn) -> Vec<Frame> {
-    let mut replies = Vec::new();
-    let mut call = |args: &[&str]| {
-        let reply = conn.call(args);
-        replies.push(reply.clone());
-        reply
-    };
-    assert_eq!(call(&["BF.RESERVE", "f", "0.01", "1000"]), Frame::ok());
-    assert_eq!(call(&["BF.ADD", "f", "x"]), Frame::Int(1));
-    assert_eq!(call(&["BF.ADD", "f", "x"]), Frame::Int(0));
-    assert_eq!(call(&["BF.EXISTS", "f", "x"]), Frame::Int(1));
-    assert_eq!(call(&["BF.EXISTS", "f", "y"]), Frame::Int(0));
-    assert_eq!(
-        call(&["BF.MADD", "f", "a", "b", "a"]),
-        Frame::Array(vec![Frame::Int(1), Frame::Int(1), Frame::Int(0)])
-    );
-    let info = call(&["BF.INFO", "f"]).items();
-    assert_eq!(info.len(), 10, "{info:?}");
-    assert_eq!(info[0], Frame::simple("Capacity"));
-    assert_eq!(info[1], Frame::Int(1000));
-    assert_eq!(info[7], Frame::Int(3), "items inserted: {info:?}");
-    // The load argument (error-rate 0.001) reached the module: a filter BF.ADD makes uses it.
-    assert_eq!(
-        call(&["CONFIG", "GET", "bf.error-rate"]),
-        Frame::Array(vec![Frame::bulk("bf.error-rate"), Frame::bulk("0.001")])
-    );
-    assert_eq!(call(&["BF.ADD", "g", "x"]), Frame::Int(1));
-    assert_eq!(call(&["BF.EXISTS", "g", "x"]), Frame::Int(1));
-    let mut iterator = "0".to_string();
-    for _ in 0..10 {
-        let chunk = call(&["BF.SCANDUMP", "f", &iterator]).items();
-        iterator = chunk[0].int().to_string();
-        if iterator == "0" {
-            break;
-        }
-    }
-    assert_eq!(iterator, "0", "BF.SCANDUMP did not end");
-    replies
-}
-
 #[test]
 fn the_aarch64_module_loads_and_answers_in_an_arm64_redis_under_qemu() {
-    let server_binary = arm64_redis_server();
-    let arm = Server::with(
-        Options {
-            server: Some(server_binary),
-            module: Some(unpacked("aarch64").join("libredis_bf.so")),
-            ..Options::default()
-        }
-        .module_args(&["error-rate", "0.001"]),
-    );
-    let mut conn = arm.conn();
-    // Really the arm64 server.
-    let info = conn.call(&["INFO", "server"]).text();
-    assert!(
-        info.lines()
-            .any(|line| line.starts_with("os:") && line.trim_end().ends_with("aarch64")),
-        "{info}"
-    );
-    assert_listed(&mut conn);
-    let on_arm = exercise(&mut conn);
-    drop(arm);
-
+    let on_arm = arm64::loads_and_answers(&unpacked("aarch64").join("libredis_bf.so"));
     // The x86_64 module answers the same, byte for byte.
     let x86 = Server::with(
         Options {
@@ -413,6 +308,6 @@ fn the_aarch64_module_loads_and_answers_in_an_arm64_redis_under_qemu() {
         }
         .module_args(&["error-rate", "0.001"]),
     );
-    let on_x86 = exercise(&mut x86.conn());
+    let on_x86 = arm64::exercise(&mut x86.conn());
     assert_eq!(on_arm, on_x86);
 }

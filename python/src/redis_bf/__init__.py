@@ -7,6 +7,9 @@
 - ``redis_bf.scrapy.RFPDupeFilter``: a scrapy-redis dupefilter over it (needs Scrapy and
   scrapy-redis, not imported here).
 - ``python -m redis_bf.migrate``: converts a scrapy-redis fingerprint set into a filter.
+- ``redis_bf.module_path()``: where the module is (``pip install 'redis-bf[server]'`` brings it
+  on Linux); ``redis-bf-server`` (``python -m redis_bf.server``): a server with it, and
+  ``redis_bf.testing``: the same for a test session (pytest fixtures).
 """
 
 from ._core import CuckooOptions, ErrorRateUnsupportedError
@@ -22,6 +25,7 @@ from .bloom import (
 )
 from .cuckoo import CuckooFilter
 from .defaults import DEFAULT_CAPACITY, DEFAULT_ERROR_RATE
+from .module import ModuleNotInstalledError, module_path
 
 __version__ = "0.1.0"
 
@@ -38,5 +42,7 @@ __all__ = [
     "FilterOptions",
     "KeyTypeError",
     "ModuleMissingError",
+    "ModuleNotInstalledError",
     "NotReplicatedError",
+    "module_path",
 ]

