@@ -14,6 +14,7 @@ use common::docs::{console_block, redis_cli};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -271,17 +272,20 @@ fn terminate(child: &mut Child) -> std::process::ExitStatus {
     }
 }
 
-/// A free loopback port below the ephemeral range (never 6379).
+/// A free loopback port below the ephemeral range (never 6379), a different one for each call in
+/// this process: the tests run in parallel, and two that probed the same free port before either
+/// bound it would share one server.
 fn free_port() -> u16 {
-    for port in (20000..32000)
-        .step_by(7)
-        .skip((std::process::id() % 1000) as usize)
-    {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id() % 1000;
+    loop {
+        let step = NEXT.fetch_add(1, Ordering::Relaxed);
+        assert!(step < 1700, "no free port");
+        let port = 20000 + ((start + step) * 7 % 12000) as u16;
         if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }
     }
-    panic!("no free port");
 }
 
 #[test]
@@ -425,11 +429,21 @@ fn the_aarch64_wheel_s_module_loads_and_answers_in_an_arm64_redis_under_qemu() {
     let wheel = installed.wheel(&format!(
         "redis_bf_module-{v}-py3-none-manylinux_2_17_aarch64.manylinux2014_aarch64.whl"
     ));
+    // Installed as pip installs it on an arm64 machine (pip keeps the wheel's file modes: Redis
+    // 7.0 refuses a module without execute permission).
     let unpacked = installed.work.join("aarch64-wheel");
-    run(Command::new("python3")
-        .args(["-m", "zipfile", "-e"])
-        .arg(wheel)
-        .arg(&unpacked));
+    run(installed
+        .command("pip")
+        .args([
+            "install",
+            "--quiet",
+            "--no-index",
+            "--no-deps",
+            "--only-binary=:all:",
+        ])
+        .args(["--platform", "manylinux2014_aarch64", "--target"])
+        .arg(&unpacked)
+        .arg(wheel));
     let module = unpacked.join("redis_bf_module/libredis_bf.so");
     let on_arm = common::arm64::loads_and_answers(&module);
     // The x86_64 wheel's module, in this machine's redis-server, answers the same.
