@@ -108,7 +108,7 @@ run: build
 lint: deps
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	scripts/cycles.py src crates/filter/src
+	scripts/cycles.py src crates/filters/src
 
 unit: deps
 	cargo test --workspace --lib
@@ -118,7 +118,7 @@ check: deps-run
 	@scripts/packages.sh python3
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	scripts/cycles.py src crates/filter/src
+	scripts/cycles.py src crates/filters/src
 	cargo test --workspace --lib
 
 # A Python virtual environment with the pinned client libraries (for tests/clients.rs).
@@ -187,7 +187,7 @@ test: lint build clients
 # names a build of it). One table on stdout; the report in target/bench/report.json and
 # target/bench/report.svg. Then the crawler benchmark of the Python package (python-bench).
 bench: build
-	cargo bench -p bf-filter --bench core
+	cargo bench -p filters --bench core
 	cargo bench -p redis-bf --bench e2e
 	REDIS_BF_MODULE=$(CURDIR)/$(MODULE) scripts/python-bench.sh
 

@@ -18,11 +18,11 @@ mod cuckoo;
 
 use crate::error::BfError;
 use crate::parse::{parse_capacity, parse_error_rate, parse_expansion, parse_layout, parse_whole};
-use bf_filter::sizing::Layout;
-use bf_filter::{Growth, MAX_EXPANSION};
 pub use cuckoo::{
     cuckoo_defaults, limits as cuckoo_limits, max_tables as cuckoo_max_tables, CfSetting,
 };
+use filters::bloom::sizing::Layout;
+use filters::bloom::{Growth, MAX_EXPANSION};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 

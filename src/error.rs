@@ -6,9 +6,10 @@
 
 mod cuckoo;
 
-use bf_filter::window::{MAX_WINDOW_SECONDS, MIN_WINDOWED_ERROR_RATE, MIN_WINDOW_SECONDS};
-use bf_filter::{sizing::MIN_ERROR_RATE, FilterError, MAX_EXPANSION};
 pub use cuckoo::CfError;
+use filters::bloom::window::{MAX_WINDOW_SECONDS, MIN_WINDOWED_ERROR_RATE, MIN_WINDOW_SECONDS};
+use filters::bloom::{sizing::MIN_ERROR_RATE, MAX_EXPANSION};
+use filters::FilterError;
 use std::ffi::CStr;
 use std::fmt;
 
@@ -151,6 +152,16 @@ impl SizeLimit {
             }
         });
         self.max_filter_bytes.min(room)
+    }
+
+    /// Nothing, if a filter of `bytes` bytes fits this limit; else the refusal that names it (a
+    /// restore's header is checked so before its filter is allocated).
+    pub fn admit(&self, bytes: u64) -> Result<(), BfError> {
+        if bytes > self.bytes() {
+            Err(self.refusal(bytes))
+        } else {
+            Ok(())
+        }
     }
 
     /// The error for a filter that would take `bytes` bytes in all, past the limit: the

@@ -1,7 +1,7 @@
 //! Entry points for the fuzzers (feature `standalone`): the argument parsers of every command and
 //! of the module's load arguments, run outside Redis on arbitrary bytes.
 
-use crate::commands::{add::Creation, add::Insert, info::Field, parse_whole, reserve::Reserve};
+use crate::bloom::{add::Creation, add::Insert, info::Field, parse_whole, reserve::Reserve};
 use crate::COMMANDS;
 
 /// True if `args` has an argument count Redis would pass to the command (it checks arity before
@@ -29,8 +29,8 @@ pub fn parse_command(args: &[&[u8]]) {
     match upper.as_slice() {
         b"BF.RESERVE" => drop(Reserve::parse(
             &args,
-            bf_filter::Growth::Scaling { expansion: 2 },
-            bf_filter::sizing::Layout::Classic,
+            filters::bloom::Growth::Scaling { expansion: 2 },
+            filters::bloom::sizing::Layout::Classic,
         )),
         b"BF.INSERT" => drop(Insert::parse(&args, Creation::defaults())),
         b"BF.INFO" => drop(Field::parse(&args)),

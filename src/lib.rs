@@ -1,29 +1,31 @@
-//! redis-bf: Bloom filters for Redis, as a loadable module speaking RedisBloom's `BF.*` dialect.
+//! redis-bf: Bloom and cuckoo filters for Redis, as a loadable module speaking RedisBloom's
+//! `BF.*` and `CF.*` dialects.
 //!
-//! This file is registration only: the module's name and version, its data type, and its
-//! commands with their flags, arity and key access, and its configs. The filter itself is the `bf-filter` crate;
-//! commands live in [`commands`], persistence in [`datatype`], settings in [`config`], and
-//! everything that touches the server's API in [`glue`].
+//! This file is registration only: the module's name and version, its data types, and its
+//! commands with their flags, arity and key access, and its configs. The filters themselves are
+//! the `filters` crate. Each family has its rooms here, side by side: [`bloom`] (the `BF.*`
+//! commands, the `MBbloom--` data type, the sweep of windowed filters) and [`cuckoo`] (the `CF.*`
+//! commands and the `MBbloomCF` data type); both stand on one floor: [`hint`] (where big filters
+//! lie), settings in [`config`], errors in [`error`], values in [`parse`], sizes in [`size`],
+//! counters in [`stats`], and everything that touches the server's API in [`glue`].
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-mod commands;
+mod bloom;
 mod config;
-mod cuckoo_type;
-mod datatype;
+mod cuckoo;
 mod error;
 #[cfg(any(test, feature = "standalone"))]
 pub mod fuzzing;
 mod glue;
+mod hint;
 mod parse;
 mod size;
 mod stats;
-mod sweep;
 
-use commands::cuckoo as cf;
-use commands::docs;
-use datatype::BLOOM_TYPE;
+use bloom as bf;
+use cuckoo as cf;
 use glue::command::{dispatch, Command, KeyUse};
 
 /// The module version Redis reports: MAJOR * 10000 + MINOR * 100 + PATCH of the crate version.
@@ -72,27 +74,27 @@ macro_rules! command {
 #[rustfmt::skip]
 const COMMANDS: &[Command] = &[
     // BF.RESERVE key error_rate capacity [EXPANSION n] [NONSCALING] [WINDOW seconds]
-    command!(c"bf.reserve", commands::reserve::reserve, c"write deny-oom fast", -4, Inserts, docs::RESERVE),
+    command!(c"bf.reserve", bf::reserve::reserve, c"write deny-oom fast", -4, Inserts, bf::docs::RESERVE),
     // BF.ADD key item
-    command!(c"bf.add", commands::add::add, c"write deny-oom", 3, Inserts, docs::ADD),
+    command!(c"bf.add", bf::add::add, c"write deny-oom", 3, Inserts, bf::docs::ADD),
     // BF.MADD key item [item ...]
-    command!(c"bf.madd", commands::add::madd, c"write deny-oom", -3, Inserts, docs::MADD),
+    command!(c"bf.madd", bf::add::madd, c"write deny-oom", -3, Inserts, bf::docs::MADD),
     // BF.INSERT key [CAPACITY c] [ERROR e] [EXPANSION n] [NOCREATE] [NONSCALING] [WINDOW s] ITEMS item...
-    command!(c"bf.insert", commands::add::insert, c"write deny-oom", -4, Inserts, docs::INSERT),
+    command!(c"bf.insert", bf::add::insert, c"write deny-oom", -4, Inserts, bf::docs::INSERT),
     // BF.EXISTS key item
-    command!(c"bf.exists", commands::exists::exists, c"readonly fast", 3, ReadsItems, docs::EXISTS),
+    command!(c"bf.exists", bf::exists::exists, c"readonly fast", 3, ReadsItems, bf::docs::EXISTS),
     // BF.MEXISTS key item [item ...]
-    command!(c"bf.mexists", commands::exists::mexists, c"readonly fast", -3, ReadsItems, docs::MEXISTS),
+    command!(c"bf.mexists", bf::exists::mexists, c"readonly fast", -3, ReadsItems, bf::docs::MEXISTS),
     // BF.INFO key [CAPACITY | SIZE | FILTERS | ITEMS | EXPANSION | WINDOW]
-    command!(c"bf.info", commands::info::info, c"readonly fast", -2, ReadsMetadata, docs::INFO),
+    command!(c"bf.info", bf::info::info, c"readonly fast", -2, ReadsMetadata, bf::docs::INFO),
     // BF.CARD key
-    command!(c"bf.card", commands::info::card, c"readonly fast", 2, ReadsMetadata, docs::CARD),
+    command!(c"bf.card", bf::info::card, c"readonly fast", 2, ReadsMetadata, bf::docs::CARD),
     // BF.DEBUG key
-    command!(c"bf.debug", commands::info::debug, c"readonly", 2, ReadsMetadata, docs::DEBUG),
+    command!(c"bf.debug", bf::info::debug, c"readonly", 2, ReadsMetadata, bf::docs::DEBUG),
     // BF.SCANDUMP key iterator
-    command!(c"bf.scandump", commands::dump::scandump, c"readonly", 3, ReadsItems, docs::SCANDUMP),
+    command!(c"bf.scandump", bf::dump::scandump, c"readonly", 3, ReadsItems, bf::docs::SCANDUMP),
     // BF.LOADCHUNK key iterator data
-    command!(c"bf.loadchunk", commands::dump::loadchunk, c"write deny-oom", 4, Loads, docs::LOADCHUNK),
+    command!(c"bf.loadchunk", bf::dump::loadchunk, c"write deny-oom", 4, Loads, bf::docs::LOADCHUNK),
     // CF.RESERVE key capacity [BUCKETSIZE b] [MAXITERATIONS m] [EXPANSION e] [ERROR rate]
     command!(c"cf.reserve", cf::create::reserve, c"write deny-oom fast", -3, Inserts, cf::docs::RESERVE),
     // CF.ADD key item
@@ -126,8 +128,8 @@ const COMMANDS: &[Command] = &[
 /// Sets the module up once the server knows it: load arguments and configs, the INFO section,
 /// the commands. A refusal is logged once, with its reason, and the module does not load.
 fn init(ctx: *mut redis_module::raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(), String> {
-    glue::datatype::remember_raw_type::<bf_filter::Filter>();
-    glue::datatype::remember_raw_type::<bf_filter::cuckoo::Cuckoo>();
+    glue::datatype::remember_raw_type::<filters::bloom::Filter>();
+    glue::datatype::remember_raw_type::<filters::cuckoo::Cuckoo>();
     glue::huge_pages::read_kernel_mode();
     config::apply_load_arguments(args)?;
     glue::config::register(ctx)?;
@@ -137,12 +139,12 @@ fn init(ctx: *mut redis_module::raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(
     glue::background::subscribe(ctx, &BACKGROUND)
 }
 
-/// What the module does outside commands: the sweep of idle windowed filters (see [`sweep`]).
+/// What the module does outside commands: the sweep of idle windowed filters (see [`bloom::sweep`]).
 static BACKGROUND: glue::background::Handlers = glue::background::Handlers {
-    timer: commands::window::on_timer,
-    keyspace: commands::window::on_event,
-    swapdb: sweep::on_swapdb,
-    flush: sweep::on_flush,
+    timer: bf::window::on_timer,
+    keyspace: bf::window::on_event,
+    swapdb: bf::sweep::on_swapdb,
+    flush: bf::sweep::on_flush,
 };
 
 // Inside Redis every byte goes through the server's allocator. Unit tests, and the fuzzers that
@@ -156,8 +158,8 @@ static IDENTITY: glue::module::Identity = glue::module::Identity {
     name: c"bf",
     version: MODULE_VERSION,
     data_types: &[
-        (&BLOOM_TYPE, datatype::TYPE_NAME),
-        (&cuckoo_type::CUCKOO_TYPE, cuckoo_type::TYPE_NAME),
+        (&bf::datatype::BLOOM_TYPE, bf::datatype::TYPE_NAME),
+        (&cf::datatype::CUCKOO_TYPE, cf::datatype::TYPE_NAME),
     ],
 };
 

@@ -3,9 +3,9 @@
 //! server's arguments). Commands and configs both use these; they use nothing of either.
 
 use crate::error::{quote_token, BfError};
-use bf_filter::sizing::Layout;
-use bf_filter::window::Window;
-use bf_filter::{sizing::check_requested_error_rate, MAX_EXPANSION};
+use filters::bloom::sizing::Layout;
+use filters::bloom::window::Window;
+use filters::bloom::{sizing::check_requested_error_rate, MAX_EXPANSION};
 
 /// A command's arguments as byte strings; `get(0)` is the command name. Implemented for the
 /// server's argument vector and, in tests, for plain slices.

@@ -1,12 +1,12 @@
 //! A filter's byte size, asked of one place: what `BF.INFO` reports as `Size`, `MEMORY USAGE`
 //! builds on, `INFO bf` sums and the size limits measure growth by.
 
-use bf_filter::bytes::charged;
-use bf_filter::cuckoo::Cuckoo;
-use bf_filter::Filter;
+use filters::bloom::Filter;
+use filters::bytes::charged;
+use filters::cuckoo::Cuckoo;
 
 /// The bytes a filter occupies: every block it holds, at the size jemalloc charges for it (the
-/// model of [`bf_filter::bytes`]). `MEMORY USAGE` builds on this figure, and BF.INFO reports it
+/// model of [`filters::bytes`]). `MEMORY USAGE` builds on this figure, and BF.INFO reports it
 /// as `Size`; it equals [`Filter::planned_size`], which the size limits bound.
 pub fn memory_usage(filter: &Filter) -> usize {
     // The value's own box: its size is one of the allocator's size classes (checked with the

@@ -5,8 +5,8 @@
 //! RESTORE, copied) and where they leave it (freed, possibly on a lazy-free thread: hence atomics).
 
 use crate::size::{cuckoo_memory_usage, memory_usage};
-use bf_filter::cuckoo::Cuckoo;
-use bf_filter::Filter;
+use filters::bloom::Filter;
+use filters::cuckoo::Cuckoo;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 static FILTERS: AtomicI64 = AtomicI64::new(0);

@@ -1,4 +1,4 @@
-//! Single cuckoo commands that hash their item before the key is opened (`src/commands/hint.rs`):
+//! Single cuckoo commands that hash their item before the key is opened (`src/hint.rs`):
 //! whatever key the commands before used, every reply and every stored byte is what it would be
 //! without the hint.
 
@@ -124,7 +124,7 @@ fn run_early(conn: &mut Conn, commands: &[Vec<Vec<String>>], order: &[usize]) ->
 #[test]
 fn single_commands_answer_alike_whatever_key_the_command_before_used() {
     // A single CF.ADD, CF.ADDNX, CF.EXISTS or CF.DEL on a big filter hashes its item before the
-    // key is opened when a hint is kept for its key (commands/hint.rs): one server takes each
+    // key is opened when a hint is kept for its key (src/hint.rs): one server takes each
     // key's commands together, the other interleaves them at random (a name shared by two
     // databases, a key made again with the other hashing, one made again small).
     // Every reply and every filter's bytes must be the same, and no item added and not deleted

@@ -15,10 +15,6 @@
 
 mod common;
 
-use bf_filter::cuckoo::dump::Header;
-use bf_filter::cuckoo::print::{Hashing, Print};
-use bf_filter::cuckoo::table::table_bytes;
-use bf_filter::cuckoo::Bound;
 use common::chunks::{
     being_restored, cf_loadchunk as loadchunk, cf_scandump as scandump, not_restoring, offset,
     out_of_order,
@@ -26,6 +22,10 @@ use common::chunks::{
 use common::payload::{Envelope, Field};
 use common::rng::{mangle, Rng};
 use common::{debug_fields, digest, used_memory, Conn, Frame, Options, Server};
+use filters::cuckoo::dump::Header;
+use filters::cuckoo::print::{Hashing, Print};
+use filters::cuckoo::table::table_bytes;
+use filters::cuckoo::Bound;
 use std::time::{Duration, Instant};
 
 /// What RESTORE answers a payload its loader refuses.

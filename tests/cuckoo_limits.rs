@@ -9,10 +9,10 @@
 
 mod common;
 
-use bf_filter::cuckoo::print::{Hashing, Print};
-use bf_filter::cuckoo::Cuckoo;
 use common::payload::{Envelope, Field};
 use common::{info_bf, Conn, Frame, Options, Server};
+use filters::cuckoo::print::{Hashing, Print};
+use filters::cuckoo::Cuckoo;
 use std::time::{Duration, Instant};
 
 fn call(conn: &mut Conn, line: &str) -> Frame {

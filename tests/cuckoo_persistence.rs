@@ -315,7 +315,7 @@ fn a_delete_on_a_big_filter_compacts_within_a_bounded_budget() {
     // Two sub-filters of 2^20 and 2^21 buckets of 2 slots, the newer full of one item's
     // fingerprint (built with CF.LOADCHUNK): 4 million slots past the first, which RedisBloom's
     // compaction walks inside CF.DEL.
-    use bf_filter::cuckoo::print::{Hashing, Print};
+    use filters::cuckoo::print::{Hashing, Print};
     let fingerprint = Print::of(b"x", Hashing::RedisBloom).fingerprint(8) as u8;
     let mut header = Vec::new();
     for field in [5u64, 1 << 20, 0, 2] {

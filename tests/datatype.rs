@@ -1,4 +1,4 @@
-//! The `MBbloom--` data type's callbacks (`src/datatype.rs`) against a real server: RDB save and
+//! The `MBbloom--` data type's callbacks (`src/bloom/datatype.rs`) against a real server: RDB save and
 //! load (DEBUG RELOAD, a restart, DUMP and RESTORE) keep every bit; RESTORE takes a hand-built
 //! payload and refuses forged and truncated ones; COPY makes an independent filter; MEMORY USAGE
 //! agrees with what the allocator charged.
@@ -161,7 +161,7 @@ fn memory_usage_is_within_one_percent_of_what_the_allocator_charged() {
 }
 
 /// Byte lengths of the pieces a bit array of `bits` bits is saved in (the layout of
-/// `bf_filter::bits`): equal strides of the largest power of two up to an eighth of the array
+/// `filters::bits`): equal strides of the largest power of two up to an eighth of the array
 /// (256 bytes to 16 MiB), then the remainder's binary digits from 128 bytes up, then the rest.
 fn bf_pieces(bits: u64) -> Vec<usize> {
     let stride = (63 - (bits / 8).max(1).leading_zeros()).clamp(11, 27);

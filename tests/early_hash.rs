@@ -1,5 +1,5 @@
 //! Single `BF.ADD` and `BF.EXISTS` that hash their item before the key is opened
-//! (`src/commands/early.rs`): whatever keys the commands before them used, every reply and every
+//! (`src/bloom/early.rs`): whatever keys the commands before them used, every reply and every
 //! stored byte is what it is without the early request.
 //!
 //! Two servers take the same commands in the same order: one as single `BF.ADD`/`BF.EXISTS` (which
@@ -36,7 +36,7 @@ fn step(db: u8, line: &str) -> Step {
 /// Items put in `grows` by BF.MADD before the single commands.
 const GROWS_FILL: usize = 900_200;
 
-/// Two names of one tag (`bf_filter::hash::tag`: the length and the first and last eight bytes):
+/// Two names of one tag (`filters::hash::tag`: the length and the first and last eight bytes):
 /// their hints share a table entry, and each may find the other's.
 const SAME_TAG: [&str; 2] = ["tagfirst:1:lastpart", "tagfirst:2:lastpart"];
 

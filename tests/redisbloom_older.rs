@@ -6,9 +6,9 @@
 
 mod common;
 
-use bf_filter::hash::{murmur2, murmur64a};
 use common::payload::{Envelope, Field};
 use common::{bf_info_field, debug_fields_of, present, Conn, Forged, Frame, Server};
+use filters::hash::{murmur2, murmur64a};
 
 /// RedisBloom's sizing constants.
 #[allow(clippy::approx_constant)]

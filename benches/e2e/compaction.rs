@@ -1,5 +1,5 @@
 //! Section `compaction`: no compaction of a cuckoo filter stalls the server (its budget: 1,048,576
-//! slots read, 65,536 bucket probes; `bf_filter::cuckoo::compact`). The slowest of ten
+//! slots read, 65,536 bucket probes; `filters::cuckoo::compact`). The slowest of ten
 //! `CF.COMPACT` calls (of one where the first leaves the rest nothing to do, and of a `CF.DEL`
 //! that compacts), each held to 10 ms, on the shapes where RedisBloom's walk took longest or
 //! where this one does most: 65,535 full one-slot sub-filters (RedisBloom's walk: 16 s), 65,534
@@ -12,9 +12,9 @@ use crate::common::{Conn, Frame, Server};
 use crate::measure::size;
 use crate::report::Row;
 use crate::server;
-use bf_filter::cuckoo::dump::header;
-use bf_filter::cuckoo::print::{Hashing, Print};
-use bf_filter::cuckoo::{Cuckoo, Params, Table};
+use filters::cuckoo::dump::header;
+use filters::cuckoo::print::{Hashing, Print};
+use filters::cuckoo::{Cuckoo, Params, Table};
 use std::path::PathBuf;
 use std::time::Instant;
 

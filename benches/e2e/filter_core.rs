@@ -1,5 +1,5 @@
 //! Section `core`: the filter core against the `bloomfilter` crate, from criterion's results
-//! (`cargo bench -p bf-filter --bench core` must have run first).
+//! (`cargo bench -p filters --bench core` must have run first).
 
 use crate::report::Row;
 use std::path::Path;
@@ -28,7 +28,7 @@ pub fn rows(rows: &mut Vec<Row>) {
         }
     }
     if rows.is_empty() {
-        eprintln!("(no criterion results: run `cargo bench -p bf-filter --bench core` first)");
+        eprintln!("(no criterion results: run `cargo bench -p filters --bench core` first)");
     }
 }
 

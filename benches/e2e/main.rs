@@ -5,7 +5,7 @@
 //! runs, a ratio per pair and their median); whole-server instructions per request under
 //! callgrind (against RedisBloom's and the previous build's, `BENCH_BASELINE_SO`); big filters
 //! with huge pages on and off; RDB save and load of a 1 GB filter next to the same bytes in plain strings; memory
-//! per item; and the core microbenchmarks (criterion's results, if `cargo bench -p bf-filter`
+//! per item; and the core microbenchmarks (criterion's results, if `cargo bench -p filters`
 //! ran first).
 //!
 //! Prints one table; writes `target/bench/report.json` and `target/bench/report.svg`.

@@ -1,4 +1,4 @@
-//! BF.LOADCHUNK's decoding (see `bf_filter::fuzzing::chunks` for the input's framing).
+//! BF.LOADCHUNK's decoding (see `filters::fuzzing::chunks` for the input's framing).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bf_filter::fuzzing::chunks(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| filters::fuzzing::chunks(data));

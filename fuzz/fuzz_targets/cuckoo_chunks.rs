@@ -1,5 +1,5 @@
-//! CF.LOADCHUNK's decoding, a header then data chunks (see `bf_filter::fuzzing::cuckoo_chunks`
+//! CF.LOADCHUNK's decoding, a header then data chunks (see `filters::fuzzing::cuckoo_chunks`
 //! for the input's framing).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bf_filter::fuzzing::cuckoo_chunks(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| filters::fuzzing::cuckoo_chunks(data));

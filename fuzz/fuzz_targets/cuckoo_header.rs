@@ -1,4 +1,4 @@
-//! CF.LOADCHUNK's header chunk (see `bf_filter::fuzzing::cuckoo_header`).
+//! CF.LOADCHUNK's header chunk (see `filters::fuzzing::cuckoo_header`).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bf_filter::fuzzing::cuckoo_header(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| filters::fuzzing::cuckoo_header(data));

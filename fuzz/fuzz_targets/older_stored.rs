@@ -1,4 +1,4 @@
-//! Older revisions of the stored form (see `bf_filter::fuzzing::older_stored`).
+//! Older revisions of the stored form (see `filters::fuzzing::older_stored`).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bf_filter::fuzzing::older_stored(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| filters::fuzzing::older_stored(data));

@@ -1,4 +1,4 @@
-//! RedisBloom's RDB layouts fed from bytes (see `bf_filter::fuzzing::redisbloom`).
+//! RedisBloom's RDB layouts fed from bytes (see `filters::fuzzing::redisbloom`).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bf_filter::fuzzing::redisbloom(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| filters::fuzzing::redisbloom(data));

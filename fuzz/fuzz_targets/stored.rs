@@ -1,4 +1,4 @@
-//! The RDB decoder fed from bytes (see `bf_filter::fuzzing::stored`).
+//! The RDB decoder fed from bytes (see `filters::fuzzing::stored`).
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| bf_filter::fuzzing::stored(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| filters::fuzzing::stored(data));

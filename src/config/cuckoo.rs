@@ -11,8 +11,8 @@
 //! | `bf.cf-expansion-factor` | `cf-expansion-factor` | 1 | 0 to 32768 (rounded up to a power of two) |
 //! | `bf.cf-max-expansions` | `cf-max-expansions` | 32 | 1 to 65535 |
 
-use bf_filter::cuckoo::shape::MAX_TABLES;
-use bf_filter::cuckoo::{Limits, Params};
+use filters::cuckoo::shape::MAX_TABLES;
+use filters::cuckoo::{Limits, Params};
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 

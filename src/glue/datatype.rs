@@ -1,10 +1,10 @@
 //! The server's side of the module's data types (`MBbloom--`, `MBbloomCF`): the callbacks the
 //! server calls to save, load, rewrite, digest, measure, copy and free a value, written once over
-//! [`Value`]. What they read and write is each family's (`crate::datatype`, `crate::cuckoo_type`).
+//! [`Value`]. What they read and write is each family's (`crate::bloom::datatype`, `crate::cuckoo::datatype`).
 
 use super::guard::guarded;
 use super::value::{Digest, Loading, Value};
-use bf_filter::fields::{FieldSink, FieldSource, LoadError};
+use filters::fields::{FieldSink, FieldSource, LoadError};
 use redis_module::raw;
 use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::Ordering;
@@ -54,7 +54,7 @@ unsafe fn value_of<'a, T>(value: *const c_void) -> &'a T {
     unsafe { &*value.cast::<T>() }
 }
 
-/// The RDB stream of a save or load callback, as a field stream for `bf_filter::stored`.
+/// The RDB stream of a save or load callback, as a field stream for `filters::bloom::stored`.
 struct Rdb(*mut raw::RedisModuleIO);
 
 impl FieldSink for Rdb {

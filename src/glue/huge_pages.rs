@@ -4,7 +4,7 @@
 //! (on a virtual machine, several memory reads). Where the kernel's mode is `madvise` (Redis and
 //! Valkey leave huge pages to the process then, and ask for none themselves), the module asks for
 //! them on the blocks of [`MIN_BYTES`] and more that hold filters: every piece of a bit array of
-//! 2 MiB or more (its pieces are at least an eighth of it, see `bf_filter::bits`) and a cuckoo
+//! 2 MiB or more (its pieces are at least an eighth of it, see `filters::bits`) and a cuckoo
 //! sub-filter's buckets of that size. A new block asks before its first byte is touched, so
 //! the kernel backs it with huge pages as it is filled in; a block loaded from an RDB file or a
 //! RESTORE asks once read, and the kernel's khugepaged merges its pages in the background.

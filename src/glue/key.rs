@@ -5,7 +5,7 @@
 use super::value::Value;
 use crate::error::BfError;
 use crate::glue::call::Call;
-use bf_filter::Filter;
+use filters::bloom::Filter;
 use redis_module::raw;
 use std::marker::PhantomData;
 use std::os::raw::{c_int, c_void};

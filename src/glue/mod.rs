@@ -21,7 +21,7 @@ pub mod log;
 pub mod module;
 pub mod value;
 
-use bf_filter::window::ClockTrust;
+use filters::bloom::window::ClockTrust;
 
 /// Where data a command or a loader takes comes from, as far as trusting its clock goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

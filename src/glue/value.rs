@@ -1,11 +1,11 @@
 //! What the glue needs of a value the module keeps in the keyspace under one of its data types
 //! (the Bloom filter's `MBbloom--`, the cuckoo filter's `MBbloomCF`): the type's handle, how a
 //! value is read, written, rewritten, digested, measured, copied and counted. Each family
-//! implements it in its own file (`crate::datatype`, `crate::cuckoo_type`); the callbacks
+//! implements it in its own file (`crate::bloom::datatype`, `crate::cuckoo::datatype`); the callbacks
 //! (`super::datatype`) and key access (`super::key`) are written once for both.
 
 use super::Origin;
-use bf_filter::fields::{FieldSink, FieldSource};
+use filters::fields::{FieldSink, FieldSource};
 use redis_module::native_types::RedisType;
 use redis_module::raw;
 use std::ffi::CStr;

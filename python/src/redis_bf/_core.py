@@ -338,7 +338,7 @@ class FilterOptions:
         return f"capacity={self.capacity}, error_rate={self.error_rate}{window}"
 
 
-# A cuckoo filter's parameters, as the module takes them (src/commands/cuckoo/create.rs).
+# A cuckoo filter's parameters, as the module takes them (src/cuckoo/create.rs).
 CUCKOO_MIN_ERROR = 1e-12
 BOUNDED_BUCKET_SIZE = 4  # a filter with an error rate (ERROR) has buckets of 4 slots
 BOUNDED_MAX_ITERATIONS = 500  # and, unless told, these: what CF.INSERT ... ERROR makes
