@@ -58,17 +58,21 @@ def module_of(src: Path, file: Path) -> list:
 
 
 def reexports(src: Path, files: dict) -> dict:
-    """Names the crate root re-exports (`pub use a::b::{X, Y}`), to the module path of each."""
-    root = next((src / name for name in ("lib.rs", "main.rs") if (src / name).exists()), None)
-    if root is None:
-        return {}
-    text = strip_comments(root.read_text())
+    """The names each module re-exports (`pub use a::b::{X, Y}` in lib.rs or a folder's mod.rs),
+    as (the module's path, the name) -> the module path the name is defined in."""
     found = {}
-    for use in re.finditer(r"\bpub\s+use\s+", text):
-        for path in use_tree(text, use.end())[0]:
-            path = [part for part in path if part not in ("crate", "self")]
-            if len(path) >= 2 and tuple(path[:-1]) in files:
-                found[path[-1]] = path[:-1]
+    for key, file in files.items():
+        text = strip_comments(file.read_text())
+        for use in re.finditer(r"\bpub\s+use\s+", text):
+            for path in use_tree(text, use.end())[0]:
+                if path and path[0] == "crate":
+                    full = [part for part in path[1:] if part != "self"]
+                elif path and path[0] == "super":
+                    full = list(key[:-1]) + [part for part in path[1:] if part != "self"]
+                else:
+                    full = list(key) + [part for part in path if part != "self"]
+                if len(full) >= 2 and tuple(full[:-1]) in files:
+                    found[(key, full[-1])] = full[:-1]
     return found
 
 
@@ -85,14 +89,18 @@ def strip_comments(text: str) -> str:
 
 def targets(src: Path, files: dict, names: dict, module: list, text: str) -> set:
     """The files `text` (of the file of `module`) names, through `crate::` and `super::` paths
-    (nested groups too) and the crate root's re-exports (`crate::Chain` is chain.rs's)."""
+    (nested groups too) and the modules' re-exports (`crate::bloom::Chain` is bloom/chain.rs's)."""
     found = set()
     for root in ROOT.finditer(text):
         base = [] if root.group(1) == "crate" else module[:-1]
         for names_in_path in use_tree(text, root.end())[0]:
             full = base + [name for name in names_in_path if name != "self"]
-            if root.group(1) == "crate" and full and full[0] in names and (full[0],) not in files:
-                full = names[full[0]] + full[1:]
+            # A name a module re-exports (`crate::bloom::Chain` is bloom/chain.rs's).
+            for at in range(len(full) - 1, -1, -1):
+                owner = tuple(full[:at])
+                if (owner, full[at]) in names and tuple(full[: at + 1]) not in files:
+                    full = names[(owner, full[at])] + full[at + 1 :]
+                    break
             # The longest prefix that is a module of ours.
             for length in range(len(full), 0, -1):
                 key = tuple(full[:length])

@@ -21,7 +21,9 @@ rm -f "$out"/redis_bf-*.whl "$out"/redis_bf_module-*.whl
 work=$repo/target/wheel-build
 rm -rf "$work"
 mkdir -p "$work"
-for tarball in $(scripts/dist.sh "$work/dist"); do
+# (On a line of its own: set -e does not stop at a failing substitution in a for list.)
+tarballs=$(scripts/dist.sh "$work/dist")
+for tarball in $tarballs; do
   name=$(basename "$tarball" .tar.gz)        # redis-bf-<version>-linux-<arch>
   arch=${name##*-}
   tar -xzf "$tarball" -C "$work"

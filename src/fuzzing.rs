@@ -1,5 +1,5 @@
-//! Entry points for the fuzzers (feature `standalone`): the argument parsers of every command and
-//! of the module's load arguments, run outside Redis on arbitrary bytes.
+//! Entry points for the fuzzers (feature `standalone`): the argument parsers of the `BF.*`
+//! commands and of the module's load arguments, run outside Redis on arbitrary bytes.
 
 use crate::bloom::{add::Creation, add::Insert, info::Field, parse_whole, reserve::Reserve};
 use crate::COMMANDS;

@@ -3,11 +3,11 @@
 //!
 //! This file is registration only: the module's name and version, its data types, and its
 //! commands with their flags, arity and key access, and its configs. The filters themselves are
-//! the `filters` crate. Each family has its rooms here, side by side: [`bloom`] (the `BF.*`
-//! commands, the `MBbloom--` data type, the sweep of windowed filters) and [`cuckoo`] (the `CF.*`
-//! commands and the `MBbloomCF` data type); both stand on one floor: [`hint`] (where big filters
-//! lie), settings in [`config`], errors in [`error`], values in [`parse`], sizes in [`size`],
-//! counters in [`stats`], and everything that touches the server's API in [`glue`].
+//! the `filters` crate. Each family has its rooms here, side by side: `bloom` (the `BF.*`
+//! commands, the `MBbloom--` data type, the sweep of windowed filters) and `cuckoo` (the `CF.*`
+//! commands and the `MBbloomCF` data type); both stand on one floor: `hint` (where big filters
+//! lie), settings in `config`, errors in `error`, values in `parse`, sizes in `size`, counters in
+//! `stats`, and everything that touches the server's API in `glue`.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]

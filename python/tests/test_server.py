@@ -170,6 +170,27 @@ def test_each_refusal_is_one_line(tmp_path: Path) -> None:
     assert one_line_refusal(["--server", "no-such-server"]) == (
         "redis-bf-server: --server no-such-server: no such executable"
     )
+    line = one_line_refusal(
+        ["--port", str(_free_port()), "--dir", str(tmp_path / "e"), "--", "--no-such-option", "1"]
+    )
+    assert line.startswith("redis-bf-server: the server refused its options: 'no-such-option"), line
+
+
+def test_a_server_with_a_password_starts_and_a_running_one_is_not_taken_for_it(
+    tmp_path: Path,
+) -> None:
+    port = _free_port()
+    args = ["--save", "", "--requirepass", "secret"]
+    running = server.start(port=port, directory=tmp_path / "a", server_args=args)
+    try:
+        client = redis.Redis(port=port, password="secret")
+        assert client.execute_command("BF.ADD", "k", "x") == 1
+        # Another start on the same port finds it taken, never the running server.
+        with pytest.raises(server.ServerError) as raised:
+            server.start(port=port, directory=tmp_path / "b")
+        assert str(raised.value) == f"port {port} is taken: choose another with --port"
+    finally:
+        running.stop()
 
 
 def test_the_default_port_taken_moves_to_the_next(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,5 @@
 //! The module's work outside commands: the sweep's timer and the keyspace and server events it
-//! listens to (the module's `sweep`, wired in by `lib.rs`). A [`Background`] is the context the server gives such a
+//! listens to (the Bloom family's `bloom::sweep`, wired in by `lib.rs`). A [`Background`] is the context the server gives such a
 //! callback, with what the sweep asks of it.
 
 use crate::glue::guard::guarded;

@@ -54,7 +54,8 @@ unsafe fn value_of<'a, T>(value: *const c_void) -> &'a T {
     unsafe { &*value.cast::<T>() }
 }
 
-/// The RDB stream of a save or load callback, as a field stream for `filters::bloom::stored`.
+/// The RDB stream of a save or load callback, as a field stream (`filters::fields`) for either
+/// family's stored form.
 struct Rdb(*mut raw::RedisModuleIO);
 
 impl FieldSink for Rdb {

@@ -1,5 +1,5 @@
 //! [`FilterError`]: why a filter of either family could not be made, grown, added to or rebuilt,
-//! on the ground floor so that every module above it, the byte model and the field readers
+//! on the ground floor so that every module above it, the memory pieces and the field readers
 //! included, names it without pointing up.
 
 /// Why a filter could not be made, grown, added to or rebuilt.
@@ -9,7 +9,7 @@ pub enum FilterError {
     BadErrorRate,
     /// The capacity is zero.
     BadCapacity,
-    /// The expansion factor is outside 1 to [`MAX_EXPANSION`].
+    /// The expansion factor is outside 1 to the Bloom filter's `MAX_EXPANSION`.
     BadExpansion,
     /// The filter would take `bytes` bytes, more than the limit it was given.
     TooLarge {
@@ -30,7 +30,7 @@ pub enum FilterError {
     BadWindow,
     /// Stored data is inconsistent; the text names what.
     Corrupt(&'static str),
-    /// A data chunk for a filter that is not being restored from a dump (see [`dump`]).
+    /// A data chunk for a filter that is not being restored from a dump (each family's `dump` module).
     NotRestoring,
     /// A data chunk that is not the next one the restore expects (out of order, or sent twice).
     ChunkOutOfOrder {

@@ -30,6 +30,7 @@ import argparse
 import ctypes
 import importlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -82,9 +83,10 @@ class Running:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}"
 
-    def stop(self, timeout: float = 60.0) -> int:
+    def stop(self, timeout: float | None = 60.0) -> int:
         """Asks the server to shut down (SIGTERM: it saves first if persistence is on) and waits
-        for it; its exit status."""
+        for it, at most ``timeout`` seconds (``None``: as long as it takes) before killing it;
+        its exit status."""
         if not self.stopped and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -147,6 +149,15 @@ def _is_free(port: int) -> bool:
     return True
 
 
+def free_port() -> int:
+    """A loopback port free now, below Linux's ephemeral range (where an outgoing connection could
+    take it before the server binds it) and never 6379, chosen at random."""
+    while True:
+        port = random.randrange(20000, 32000)
+        if port != 6379 and _is_free(port):
+            return port
+
+
 def choose_port(requested: int | None) -> tuple[int, str | None]:
     """The port to use, and a note if it is not the default."""
     if requested is not None:
@@ -178,8 +189,10 @@ def prepare_dir(directory: str | Path) -> Path:
 
 
 def _die_with_parent() -> None:
-    """In the child: the kernel sends it SIGTERM when the process that started it dies, so that a
-    killed redis-bf-server leaves no server behind (Linux only: the module is Linux only)."""
+    """In the child: the kernel sends it SIGTERM when the thread that started it ends, so that a
+    killed redis-bf-server leaves no server behind (Linux only: the module is Linux only). Only
+    for a server started from the main thread of a command (``redis-bf-server``, the tour): the
+    kernel watches the starting thread, not the process."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
@@ -195,9 +208,13 @@ def start(
     module: str | None = None,
     module_args: list[str] | None = None,
     server_args: list[str] | None = None,
+    die_with_parent: bool = False,
 ) -> Running:
     """Starts a server with the module and waits until it answers with the module loaded.
-    Raises ``ServerError`` (or ``ModuleNotInstalledError``) with a one-line reason."""
+    Raises ``ServerError`` (or ``ModuleNotInstalledError``) with a one-line reason; stops the
+    server on any failure of the start, an interrupt included. ``die_with_parent``: the server is
+    stopped when the calling thread ends (Linux; for commands that start it from their main
+    thread)."""
     binary = find_server(server)
     module = str(Path(module).resolve()) if module else module_path()
     if not Path(module).is_file():
@@ -215,30 +232,41 @@ def start(
     command += ["--loadmodule", module, *(module_args or []), *extra]
     if log.exists():
         log.write_bytes(b"")
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        cwd=data,
-        start_new_session=True,
-        preexec_fn=_die_with_parent,
-    )
+    # What the server says before its log file is open (a refused option) goes to the same file.
+    with open(log, "ab") as early_output:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=early_output,
+            cwd=data,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if die_with_parent else None,
+        )
     running = Running(process, chosen, data, binary, module, note=note)
     try:
-        running.version = _wait_ready(running, log)
-    except ServerError:
+        running.version = _wait_ready(running, log, _password(extra))
+    except BaseException:
         running.stop(5)
         raise
     return running
 
 
-def _wait_ready(running: Running, log: Path) -> str:
-    """Waits for the server to answer with the module loaded: its version (INFO server)."""
+def _password(server_args: list[str]) -> str | None:
+    """The password a ``--requirepass`` among the server options sets, if any."""
+    for at, word in enumerate(server_args[:-1]):
+        if word == "--requirepass":
+            return server_args[at + 1]
+    return None
+
+
+def _wait_ready(running: Running, log: Path, password: str | None = None) -> str:
+    """Waits for the server to answer with the module loaded: its version (INFO server). A server
+    still loading its data set is waited for as long as it loads."""
     import redis
 
     deadline = time.monotonic() + START_TIMEOUT
-    client = redis.Redis(host="127.0.0.1", port=running.port, socket_timeout=5)
+    client = redis.Redis(host="127.0.0.1", port=running.port, socket_timeout=5, password=password)
     try:
         while time.monotonic() < deadline:
             if running.process.poll() is not None:
@@ -246,11 +274,23 @@ def _wait_ready(running: Running, log: Path) -> str:
             try:
                 modules = client.execute_command("MODULE", "LIST")
                 info = client.info("server")
+            except redis.BusyLoadingError:
+                deadline = time.monotonic() + START_TIMEOUT
+                time.sleep(0.1)
+                continue
+            except redis.AuthenticationError as error:
+                raise ServerError(
+                    f"the server asks for a password ({error}): give it as -- --requirepass"
+                ) from None
             except redis.ConnectionError:
                 time.sleep(0.05)
                 continue
             except redis.ResponseError as error:
                 raise ServerError(f"the server answered: {error}") from None
+            if info.get("process_id") != running.process.pid:
+                raise ServerError(
+                    f"another server answered on port {running.port}: choose another with --port"
+                )
             names = [_module_name(entry) for entry in modules]
             if "bf" not in names:
                 raise ServerError(f"the server started without the module: {_log_tail(log)}")
@@ -275,10 +315,13 @@ def _module_name(entry: object) -> str:
 
 def _why_it_stopped(running: Running, log: Path) -> str:
     """One line: why a server that exited at start did."""
-    pipe = running.process.stderr
-    stderr = pipe.read().decode(errors="replace") if pipe else ""
-    text = stderr + "\n" + (log.read_text(errors="replace") if log.exists() else "")
+    text = log.read_text(errors="replace") if log.exists() else ""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # A refused option: the server names it on a ">>> 'option ...'" line, and why on the next.
+    for at, line in enumerate(lines):
+        if line.startswith(">>>"):
+            reason = lines[at + 1] if at + 1 < len(lines) else ""
+            return f"the server refused its options: {line[3:].strip()}: {reason}".rstrip(": ")
     for line in lines:
         lowered = line.lower()
         if "address already in use" in lowered:
@@ -329,9 +372,17 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return options
 
 
+def _stop_requested(signum: int, _frame: object) -> None:
+    # Raised out of whatever main() waits in (a stop from inside the handler would wait for the
+    # process a second time, behind the first wait's lock, for ever).
+    raise _StopSignalError
+
+
 def main(argv: list[str] | None = None) -> None:
     options = parse(sys.argv[1:] if argv is None else argv)
     stop_signals = (signal.SIGINT, signal.SIGTERM)
+    for each in stop_signals:
+        signal.signal(each, _stop_requested)
     try:
         running = start(
             port=options.port,
@@ -340,33 +391,32 @@ def main(argv: list[str] | None = None) -> None:
             module=options.module,
             module_args=options.module_args,
             server_args=options.server_args,
+            die_with_parent=True,
         )
     except (ServerError, ModuleNotInstalledError) as error:
         print(f"redis-bf-server: {error}", file=sys.stderr)
         sys.exit(1)
-    if running.note:
-        print(f"redis-bf-server: {running.note}")
-    print(
-        f"redis-bf-server: {running.version} ({running.binary.origin}) with the redis-bf module on "
-        f"127.0.0.1:{running.port}; data in {running.dir} (log: {running.dir / LOG_FILE})"
-    )
-    print(f"  try:  redis-cli -p {running.port} BF.ADD seen hello")
-    print(f"  or:   python -m redis_bf.tour --port {running.port}")
-    print("  Ctrl-C (or SIGTERM) stops it.", flush=True)
-
-    def stop_requested(signum: int, _frame: object) -> None:
-        # Raised out of the wait below, which lets go of the process (a stop from inside the
-        # handler would wait for it a second time, behind the first wait's lock, for ever).
-        raise _StopSignalError
-
-    for each in stop_signals:
-        signal.signal(each, stop_requested)
+    except _StopSignalError:
+        # start() has stopped the server it was starting.
+        print("redis-bf-server: interrupted while the server started", file=sys.stderr)
+        sys.exit(1)
     try:
+        if running.note:
+            print(f"redis-bf-server: {running.note}")
+        print(
+            f"redis-bf-server: {running.version} ({running.binary.origin}) with the redis-bf "
+            f"module on 127.0.0.1:{running.port}; data in {running.dir} "
+            f"(log: {running.dir / LOG_FILE})"
+        )
+        print(f"  try:  redis-cli -p {running.port} BF.ADD seen hello")
+        print(f"  or:   python -m redis_bf.tour --port {running.port}")
+        print("  Ctrl-C (or SIGTERM) stops it.", flush=True)
         status = running.process.wait()
     except _StopSignalError:
         for each in stop_signals:
             signal.signal(each, signal.SIG_IGN)
-        status = running.stop()
+        # No time limit: a server saving a big data set on its way out is let finish.
+        status = running.stop(timeout=None)
         print(f"redis-bf-server: stopped (the server exited with status {status})", flush=True)
         sys.exit(0 if status == 0 else 1)
     if not running.stopped:

@@ -19,24 +19,26 @@ Installed with the package (an entry point: pytest loads it by itself), it gives
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 
 from .module import ModuleNotInstalledError
-from .server import Running, ServerError, start
+from .server import Running, ServerError, free_port, start
 
 
-def _free_port() -> int:
-    """A loopback port free now, as the kernel hands one out (from its ephemeral range, so never
-    6379)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+def _start_on_a_free_port(directory: Path) -> Running:
+    """A server on a free port, tried again on another if a process took the port first."""
+    for attempt in range(5):
+        try:
+            return start(port=free_port(), directory=directory, server_args=["--save", ""])
+        except ServerError as error:
+            if "is taken" not in str(error) or attempt == 4:
+                raise
+    raise AssertionError("unreachable")
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +46,7 @@ def redis_bf_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runnin
     """A server with the redis-bf module for the session (see the module's documentation)."""
     directory = tmp_path_factory.mktemp("redis-bf-server")
     try:
-        running = start(port=_free_port(), directory=directory, server_args=["--save", ""])
+        running = _start_on_a_free_port(directory)
     except (ServerError, ModuleNotInstalledError) as error:
         if os.environ.get("REDIS_BF_TESTING") == "require":
             pytest.fail(f"redis-bf-server: {error}")

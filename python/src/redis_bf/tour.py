@@ -14,7 +14,7 @@ import sys
 import tempfile
 
 from .module import ModuleNotInstalledError
-from .server import ServerError, start
+from .server import ServerError, free_port, start
 
 # The tour: each command's arguments (a leading "-3" asks for RESP3, as redis-cli's option does),
 # with the comment the README shows after it. The README's block is this tour's output.
@@ -189,7 +189,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     with tempfile.TemporaryDirectory(prefix="redis-bf-tour-") as directory:
         try:
-            server = start(port=None, directory=directory, server_args=["--save", ""])
+            server = start(
+                port=free_port(),
+                directory=directory,
+                server_args=["--save", ""],
+                die_with_parent=True,
+            )
         except (ServerError, ModuleNotInstalledError) as error:
             print(f"redis_bf.tour: {error}", file=sys.stderr)
             sys.exit(1)

@@ -13,9 +13,7 @@
 
 use super::locator::Locator;
 use super::print::{Hashing, Print};
-use super::shape::{
-    check_bound, check_shape, slot_bits, Adding, Bound, Limits, Params, MAX_TABLES,
-};
+use super::shape::{check_bound, check_shape, slot_bits, Bound, Limits, Params, MAX_TABLES};
 use super::table::{table_bytes, Table, MAX_BUCKETS};
 use crate::bytes::{charged, charged_array};
 use crate::error::FilterError;
@@ -585,6 +583,34 @@ impl Cuckoo {
                 std::ptr::from_ref::<Restoring>(restoring).cast(),
                 std::mem::size_of::<Restoring>(),
             );
+        }
+    }
+}
+
+impl Limits {
+    /// An add within these limits.
+    pub fn adding(&self) -> Adding<impl FnMut(&Cuckoo) -> u64> {
+        let max_bytes = self.max_bytes;
+        Adding::new(self.max_tables, move |_: &Cuckoo| max_bytes)
+    }
+}
+
+/// What one add may take and what it did: the sub-filter limit, a byte limit asked for only
+/// when the item needs a new sub-filter (from the filter as it then stands: finding it may cost
+/// the caller something), and the evictions the add made (undone ones included).
+pub struct Adding<F: FnMut(&Cuckoo) -> u64> {
+    pub max_tables: u64,
+    pub max_bytes: F,
+    pub evictions: u64,
+}
+
+impl<F: FnMut(&Cuckoo) -> u64> Adding<F> {
+    /// An add within these limits, no evictions made yet.
+    pub fn new(max_tables: u64, max_bytes: F) -> Adding<F> {
+        Adding {
+            max_tables,
+            max_bytes,
+            evictions: 0,
         }
     }
 }

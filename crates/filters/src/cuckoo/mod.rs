@@ -1,6 +1,7 @@
 //! Cuckoo filters (`CF.*`): membership that can forget one item. A sibling of the Bloom filter,
-//! sharing its ground floor (the byte-size model, the field reader and writer of stored forms,
-//! dump chunks and the restoring state, MurmurHash64A) and nothing above it.
+//! sharing its ground floor (the error type, the item hash and MurmurHash64A, the byte-size model,
+//! pieces of memory and prefetch hints, the field reader and writer of stored forms, dump chunks
+//! and the restoring state) and nothing of the Bloom filter's.
 //!
 //! - [`print`]: an item's hash and fingerprint, and its two buckets, by RedisBloom's rules;
 //! - [`shape`]: parameters, sizing, the bounded error rate and the checks of stored shapes;
@@ -21,10 +22,10 @@ pub mod shape;
 pub mod stored;
 pub mod table;
 
-pub use filter::Cuckoo;
+pub use filter::{Adding, Cuckoo};
 pub use locator::Locator;
 pub use print::Print;
-pub use shape::{buckets_for, Adding, Bound, Limits, Params};
+pub use shape::{buckets_for, Bound, Limits, Params};
 pub use table::Table;
 
 #[cfg(test)]

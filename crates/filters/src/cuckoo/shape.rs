@@ -140,32 +140,6 @@ impl Limits {
         max_tables: MAX_TABLES,
         max_bytes: u64::MAX,
     };
-
-    /// An add within these limits.
-    pub fn adding(&self) -> Adding<impl FnMut(&super::Cuckoo) -> u64> {
-        let max_bytes = self.max_bytes;
-        Adding::new(self.max_tables, move |_: &super::Cuckoo| max_bytes)
-    }
-}
-
-/// What one add may take and what it did: the sub-filter limit, a byte limit asked for only
-/// when the item needs a new sub-filter (from the filter as it then stands: finding it may cost
-/// the caller something), and the evictions the add made (undone ones included).
-pub struct Adding<F: FnMut(&super::Cuckoo) -> u64> {
-    pub max_tables: u64,
-    pub max_bytes: F,
-    pub evictions: u64,
-}
-
-impl<F: FnMut(&super::Cuckoo) -> u64> Adding<F> {
-    /// An add within these limits, no evictions made yet.
-    pub fn new(max_tables: u64, max_bytes: F) -> Adding<F> {
-        Adding {
-            max_tables,
-            max_bytes,
-            evictions: 0,
-        }
-    }
 }
 
 /// Checks that a bound goes with its parameters: bucket size 4, and the first width its rate
