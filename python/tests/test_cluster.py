@@ -97,12 +97,15 @@ def test_adds_acknowledged_and_replicated_survive_a_killed_primary(cluster: Redi
     )
     victim = cluster.masters()[1]
     failed_over = threading.Event()
+    # The kill lands once the stream is going (a fixed delay raced a slow machine's first batch).
+    streaming = threading.Event()
 
     problems: list[BaseException] = []
 
     def kill_then_wait() -> None:
         try:
-            time.sleep(0.5)
+            if not streaming.wait(60):
+                raise AssertionError("the stream did not start within 60 s")
             cluster.kill(victim)
             cluster.wait_for_failover(victim)
             failed_over.set()
@@ -131,7 +134,10 @@ def test_adds_acknowledged_and_replicated_survive_a_killed_primary(cluster: Redi
                 time.sleep(0.1)
                 continue
             acknowledged.extend(items)
+            if len(acknowledged) >= 2000:
+                streaming.set()
     finally:
+        streaming.set()  # never leave the killer waiting
         killer.join()
         client.close()
     assert len(acknowledged) >= 2000, "the kill came before the stream"
