@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::run;
+
 use common::{arm64, Frame, Options, Server};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -35,17 +37,6 @@ const ALLOWED_NEEDED: [&str; 9] = [
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn run(command: &mut Command) -> String {
-    let output = command.output().expect("run a command");
-    assert!(
-        output.status.success(),
-        "{command:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// A dotted version as numbers, for comparing.

@@ -10,6 +10,8 @@
 
 mod common;
 
+use common::run;
+
 use common::docs::{console_block, redis_cli};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -24,17 +26,6 @@ fn root() -> &'static Path {
 
 fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
-}
-
-fn run(command: &mut Command) -> String {
-    let output = command.output().expect("run a command");
-    assert!(
-        output.status.success(),
-        "{command:?} failed:\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// The wheels, built once for this test process, and the environment they were installed into.

@@ -182,6 +182,19 @@ fn c_library(source: &str, include: Option<&Path>) -> PathBuf {
     library
 }
 
+/// Runs a command that must succeed: its standard output (both outputs in the panic if it
+/// failed).
+pub fn run(command: &mut Command) -> String {
+    let output = command.output().expect("run a command");
+    assert!(
+        output.status.success(),
+        "{command:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 /// A fresh directory `<parent>/<this process's id>`, for a test file's build output, after removing
 /// the ones that earlier test processes (no longer running) left under `parent`.
 pub fn process_dir(parent: &Path) -> PathBuf {
