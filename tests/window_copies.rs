@@ -134,6 +134,51 @@ fn an_aof_replay_makes_the_same_parts_whenever_it_runs() {
 }
 
 #[test]
+fn single_adds_within_a_slot_reach_a_replica_and_the_aof_with_their_time() {
+    let options = Options::default()
+        .config("appendonly", "yes")
+        .config("appendfsync", "always");
+    let mut primary = Server::with(options.clone());
+    let replica = Server::start();
+    replica.replicate(&primary);
+    let mut conn = primary.conn();
+    // Slots of 15 minutes: after the first add, the others land in its generation's part, which
+    // has room (BF.ADD's lean path, which a held item leaves unchanged and unpropagated).
+    ok(
+        &mut conn,
+        &["BF.RESERVE", "w", "0.01", "1000", "WINDOW", "3600"],
+    );
+    assert_eq!(conn.call(&["BF.ADD", "w", "first"]), Frame::Int(1));
+    let mut last = (0, 0);
+    for item in ["a", "b", "c"] {
+        let sent = now_ms();
+        assert_eq!(conn.call(&["BF.ADD", "w", item]), Frame::Int(1));
+        last = (sent, now_ms());
+    }
+    assert_eq!(conn.call(&["BF.ADD", "w", "a"]), Frame::Int(0));
+    assert_eq!(conn.call(&["BF.ADD", "w", "first"]), Frame::Int(0));
+    // One generation of four items, expiring an hour after the last new one.
+    let listed = generations(&mut conn, "w");
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let (_, until, size) = listed[0];
+    assert_eq!(size, 4);
+    assert!(
+        (last.0 + 3_600_000..=last.1 + 3_600_000).contains(&until),
+        "{until} {last:?}"
+    );
+    replica.catch_up(&primary);
+    let before = states(&mut conn, &["w"]);
+    assert_eq!(states(&mut replica.conn(), &["w"]), before);
+    // Each new item went out with its time, the held ones not at all.
+    let text = primary.aof_text();
+    assert_eq!(text.matches("\r\nBF.INSERT\r\n").count(), 4, "{text}");
+    assert_eq!(text.matches("\r\nAT\r\n").count(), 4, "{text}");
+    drop(conn);
+    primary.restart_with(options);
+    assert_eq!(states(&mut primary.conn(), &["w"]), before);
+}
+
+#[test]
 fn a_write_refused_after_dropping_expired_parts_still_reaches_replicas() {
     let primary = Server::start();
     let replica = Server::start();

@@ -158,7 +158,7 @@ pub fn add(call: &Call) -> Result<(), BfError> {
     let item = call.args().get(2);
     let early = Early::hash(call, item, Purpose::Add);
     let mut key = FilterKey::open(call, 1, Access::Write);
-    let Some(added) = add_in_room(call, &mut key, item, early) else {
+    let Some(done) = add_in_room(call, &mut key, item, early) else {
         let request = Request {
             early,
             ..Request::of_items(call, Answer::One)
@@ -168,32 +168,79 @@ pub fn add(call: &Call) -> Result<(), BfError> {
     // What `add_items_in` does for this case, and nothing else: its bookkeeping (the creation
     // it might do, the reply array, the growth and expiry checks, a propagated form to choose) is
     // a quarter of the command's instructions.
-    call.reply_bool(added);
+    call.reply_bool(done.added);
     stats::items_added(1);
-    if added {
-        call.replicate_verbatim();
+    if done.added {
+        match done.windowed {
+            None => call.replicate_verbatim(),
+            Some((shape, now)) => super::window::replicate_write(call, &shape, now, 2..3),
+        }
         call.notify(c"bf.add", 1);
     }
     Ok(())
 }
 
-/// The common case of BF.ADD: one item into a filter without a window, in use, whose newest
-/// sub-filter has room for it, so that nothing can be created, grow, expire or be refused.
-/// Whether the item was new; `None` for every other case (then nothing has changed).
-fn add_in_room(call: &Call, key: &mut FilterKey, item: &[u8], early: Early) -> Option<bool> {
-    let Ok(Some(Filter::Chain(chain))) = key.filter_mut() else {
+/// A single BF.ADD that [`add_in_room`] applied.
+struct InRoom {
+    /// The item was new.
+    added: bool,
+    /// A windowed filter's shape and the write's time, which its propagation spells out.
+    windowed: Option<(WindowedShape, u64)>,
+}
+
+/// The common case of BF.ADD: one item into a filter in use whose newest sub-filter has room for
+/// it, and, for a windowed filter, where nothing has expired and the newest part is the current
+/// slot's, so that nothing can be created, grow, expire or be refused. `None` for every other
+/// case (then nothing has changed).
+fn add_in_room(call: &Call, key: &mut FilterKey, item: &[u8], early: Early) -> Option<InRoom> {
+    let Ok(Some(filter)) = key.filter_mut() else {
         return None;
     };
-    if chain.may_grow_within(1) || chain.is_restoring() {
+    if filter.restoring().is_some() {
+        return None;
+    }
+    let chain = match filter {
+        Filter::Chain(chain) => chain,
+        Filter::Windowed(windowed) => return windowed_in_room(call, windowed, item, early),
+    };
+    if chain.may_grow_within(1) {
         return None;
     }
     let early = early.take_for_chain(call, chain);
     // With no growth possible the size limit is never asked; a full fixed filter refuses the
     // item (and changes nothing): the general path answers that.
-    match early {
-        None => chain.add(item, u64::MAX).ok(),
-        early => chain.add_early(item, early, u64::MAX).ok(),
+    let added = match early {
+        None => chain.add(item, u64::MAX).ok()?,
+        early => chain.add_early(item, early, u64::MAX).ok()?,
+    };
+    Some(InRoom {
+        added,
+        windowed: None,
+    })
+}
+
+/// [`add_in_room`] for a windowed filter, at the server's clock (a single BF.ADD has no `AT`). A
+/// filter of the first release (which set a time to live on its key) takes the general path,
+/// which drops that time to live.
+fn windowed_in_room(
+    call: &Call,
+    windowed: &mut Windowed,
+    item: &[u8],
+    early: Early,
+) -> Option<InRoom> {
+    let now = call.now();
+    if windowed.has_expired(now)
+        || windowed.may_grow_within(1, now)
+        || windowed.legacy_expiry().is_some()
+    {
+        return None;
     }
+    let early = early.take_for_windowed(call, windowed, now);
+    let added = windowed.add_early(item, early, now, u64::MAX).ok()?;
+    Some(InRoom {
+        added,
+        windowed: Some((*windowed.shape(), now)),
+    })
 }
 
 /// BF.MADD key item [item ...]
@@ -462,12 +509,11 @@ fn propagate(call: &Call, done: &Done) {
     let all = done.applied.end == call.args().len();
     // Allocated only for a command propagated in another form (most are not).
     let mut made: Vec<&[u8]> = Vec::new();
-    let (change, creation_words);
+    let creation_words;
     match (done.created, done.time) {
         (_, Some(time)) if done.changed || done.created.is_some() => {
-            change = super::window::time_change(&time.shape, time.now);
-            made.push(call.args().get(1));
-            made.extend(change.words());
+            let items = done.applied.clone();
+            return super::window::replicate_write(call, &time.shape, time.now, items);
         }
         (Some(creation), None) => {
             creation_words = creation.words();

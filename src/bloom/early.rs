@@ -10,6 +10,7 @@ use crate::hint::{self, Hints};
 use filters::bloom::locator::{
     EarlyHash, Locator, EARLY_PROBES, LOOKUP_PROBES, PLACE_WORDS, WORDS,
 };
+use filters::bloom::window::Windowed;
 use filters::bloom::{Chain, Filter};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -103,6 +104,20 @@ impl Early {
         match (self.hash, self.hint) {
             (Some(hash), Some(hint)) if chain.is_at(&place(hint)) => Some(hash.asked()),
             _ => self.keep(call, chain.locator()),
+        }
+    }
+
+    /// [`Early::take`] for a key that holds `windowed`, at `now`.
+    #[inline(always)]
+    pub fn take_for_windowed(
+        self,
+        call: &Call,
+        windowed: &Windowed,
+        now: u64,
+    ) -> Option<EarlyHash> {
+        match (self.hash, self.hint) {
+            (Some(hash), Some(hint)) if windowed.is_at(&place(hint), now) => Some(hash.asked()),
+            _ => self.keep(call, windowed.locator(now)),
         }
     }
 

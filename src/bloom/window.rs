@@ -26,6 +26,7 @@ use crate::stats;
 use filters::bloom::window::{Windowed, WindowedShape};
 use filters::bloom::Filter;
 use filters::FilterError;
+use std::ops::Range;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
@@ -36,6 +37,15 @@ pub fn time_change(shape: &WindowedShape, now: u64) -> TimeChange {
         creation: creation_words(shape),
         at: now.to_string(),
     }
+}
+
+/// Propagates a windowed write at `now` that applied the items at arguments `items` (none for a
+/// change of time alone): `BF.INSERT key <creation> AT now ITEMS item...` (see [`time_change`]).
+pub fn replicate_write(call: &Call, shape: &WindowedShape, now: u64, items: Range<usize>) {
+    let change = time_change(shape, now);
+    let mut made: Vec<&[u8]> = vec![call.args_key()];
+    made.extend(change.words());
+    call.replicate(c"BF.INSERT", &made, items);
 }
 
 /// What [`time_change`] gives: the creation words (shared) and the time.
