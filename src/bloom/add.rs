@@ -171,9 +171,8 @@ pub fn add(call: &Call) -> Result<(), BfError> {
     call.reply_bool(done.added);
     stats::items_added(1);
     if done.added {
-        match done.windowed {
-            None => call.replicate_verbatim(),
-            Some((shape, now)) => super::window::replicate_write(call, &shape, now, 2..3),
+        if !done.propagated {
+            call.replicate_verbatim();
         }
         call.notify(c"bf.add", 1);
     }
@@ -181,11 +180,12 @@ pub fn add(call: &Call) -> Result<(), BfError> {
 }
 
 /// A single BF.ADD that [`add_in_room`] applied.
+#[derive(Clone, Copy)]
 struct InRoom {
     /// The item was new.
     added: bool,
-    /// A windowed filter's shape and the write's time, which its propagation spells out.
-    windowed: Option<(WindowedShape, u64)>,
+    /// It was propagated in another form than as received (a windowed write carries its time).
+    propagated: bool,
 }
 
 /// The common case of BF.ADD: one item into a filter in use whose newest sub-filter has room for
@@ -196,14 +196,12 @@ fn add_in_room(call: &Call, key: &mut FilterKey, item: &[u8], early: Early) -> O
     let Ok(Some(filter)) = key.filter_mut() else {
         return None;
     };
-    if filter.restoring().is_some() {
-        return None;
-    }
     let chain = match filter {
         Filter::Chain(chain) => chain,
+        Filter::Windowed(_) if filter.restoring().is_some() => return None,
         Filter::Windowed(windowed) => return windowed_in_room(call, windowed, item, early),
     };
-    if chain.may_grow_within(1) {
+    if chain.may_grow_within(1) || chain.is_restoring() {
         return None;
     }
     let early = early.take_for_chain(call, chain);
@@ -215,12 +213,12 @@ fn add_in_room(call: &Call, key: &mut FilterKey, item: &[u8], early: Early) -> O
     };
     Some(InRoom {
         added,
-        windowed: None,
+        propagated: false,
     })
 }
 
-/// [`add_in_room`] for a windowed filter, at the server's clock (a single BF.ADD has no `AT`). A
-/// filter of the first release (which set a time to live on its key) takes the general path,
+/// [`add_in_room`] for a windowed filter, at the server's clock (a single BF.ADD has no `AT`),
+/// which propagates a new item with its time. A filter of the first release (which set a time to live on its key) takes the general path,
 /// which drops that time to live.
 fn windowed_in_room(
     call: &Call,
@@ -237,9 +235,12 @@ fn windowed_in_room(
     }
     let early = early.take_for_windowed(call, windowed, now);
     let added = windowed.add_early(item, early, now, u64::MAX).ok()?;
+    if added {
+        super::window::replicate_write(call, windowed.shape(), now, 2..3);
+    }
     Some(InRoom {
         added,
-        windowed: Some((*windowed.shape(), now)),
+        propagated: true,
     })
 }
 
