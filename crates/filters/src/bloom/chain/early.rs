@@ -54,7 +54,8 @@ impl Chain {
 
     /// [`Chain::contains`] of an item maybe hashed early ([`Chain::hash_with`]). Where the early
     /// request asked for the newest sub-filter's first probes' lines, those are not asked for
-    /// again, and the rest only once they are found set ([`SubFilter::contains_asked_by`](crate::bloom::SubFilter::contains_asked_by)).
+    /// again, and the rest only once they are found set
+    /// ([`SubFilter::contains_asked_by`](crate::bloom::SubFilter::contains_asked_by)).
     #[inline(always)]
     pub fn contains_early(&self, item: &[u8], early: Option<EarlyHash>) -> bool {
         let hash = self.hash_with(item, early);
