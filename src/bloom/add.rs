@@ -218,8 +218,8 @@ fn add_in_room(call: &Call, key: &mut FilterKey, item: &[u8], early: Early) -> O
 }
 
 /// [`add_in_room`] for a windowed filter, at the server's clock (a single BF.ADD has no `AT`),
-/// which propagates a new item with its time. A filter of the first release (which set a time to live on its key) takes the general path,
-/// which drops that time to live.
+/// which propagates a new item with its time. A filter of the first release (which set a time to
+/// live on its key) takes the general path, which drops that time to live.
 fn windowed_in_room(
     call: &Call,
     windowed: &mut Windowed,

@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex};
 
 /// The arguments after the key of a propagated windowed write at `now`, up to and including
 /// `ITEMS` (the items it applied follow): the filter's creation spelled out, then `AT now ITEMS`.
-pub fn time_change(shape: &WindowedShape, now: u64) -> TimeChange {
+fn time_change(shape: &WindowedShape, now: u64) -> TimeChange {
     TimeChange {
         creation: creation_words(shape),
         at: now.to_string(),
@@ -49,14 +49,14 @@ pub fn replicate_write(call: &Call, shape: &WindowedShape, now: u64, items: Rang
 }
 
 /// What [`time_change`] gives: the creation words (shared) and the time.
-pub struct TimeChange {
+struct TimeChange {
     creation: Arc<[String]>,
     at: String,
 }
 
 impl TimeChange {
     /// Every argument, as bytes.
-    pub fn words(&self) -> impl Iterator<Item = &[u8]> {
+    fn words(&self) -> impl Iterator<Item = &[u8]> {
         let creation = self.creation.iter().map(String::as_bytes);
         creation.chain([&b"AT"[..], self.at.as_bytes(), &b"ITEMS"[..]])
     }
