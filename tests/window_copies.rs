@@ -189,8 +189,9 @@ fn a_write_refused_after_dropping_expired_parts_still_reaches_replicas() {
         &["BF.RESERVE", "w", "0.01", "2000", "WINDOW", "2"],
     );
     sleep_into_next_slot(500, 50);
-    let first = now_ms();
     assert_eq!(conn.call(&["BF.ADD", "w", "a"]), Frame::Int(1));
+    // After the reply: the server took `a` no later than this.
+    let first = now_ms();
     let one = bf_size(&mut conn, "w");
     sleep_into_next_slot(500, 50);
     assert_eq!(conn.call(&["BF.ADD", "w", "b"]), Frame::Int(1));
