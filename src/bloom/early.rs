@@ -92,9 +92,9 @@ impl Early {
     /// again, and the filter is told that its newest sub-filter's lines were asked for.
     #[inline(always)]
     pub fn take(self, call: &Call, filter: &Filter, now: u64) -> Option<EarlyHash> {
-        match (self.hash, self.hint) {
-            (Some(hash), Some(hint)) if filter.is_at(&place(hint), now) => Some(hash.asked()),
-            _ => self.keep(call, filter.locator(now)),
+        match filter {
+            Filter::Chain(chain) => self.take_for_chain(call, chain),
+            Filter::Windowed(windowed) => self.take_for_windowed(call, windowed, now),
         }
     }
 
