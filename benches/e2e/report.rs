@@ -138,9 +138,10 @@ fn machine() -> String {
     )
 }
 
-/// A row's key among the previous run's values.
-fn key(group: &str, name: &str) -> String {
-    format!("{group}\n{name}")
+/// A row's key among the previous run's values: its group, its name and what it is measured
+/// against (rows of one workload against two baselines share a group and a name).
+fn key(group: &str, name: &str, baseline: Option<&str>) -> String {
+    format!("{group}\n{name}\n{}", baseline.unwrap_or(""))
 }
 
 /// The values of the previous run's report at `path`, by row; none if there is no report, or it
@@ -158,7 +159,11 @@ fn previous_values(path: &Path) -> HashMap<String, f64> {
     let rows = report["rows"].as_array().cloned().unwrap_or_default();
     rows.iter()
         .filter_map(|row| {
-            let key = key(row["group"].as_str()?, row["name"].as_str()?);
+            let key = key(
+                row["group"].as_str()?,
+                row["name"].as_str()?,
+                row["baseline"].as_str(),
+            );
             Some((key, row["value"].as_f64()?))
         })
         .collect()
@@ -197,7 +202,8 @@ fn print_table(rows: &[Row], machine: &str, previous: &HashMap<String, f64>) {
             }
             None => String::new(),
         };
-        let before = match previous.get(&key(row.group, &row.name)) {
+        let baseline = row.target.as_ref().map(|target| target.name.as_str());
+        let before = match previous.get(&key(row.group, &row.name, baseline)) {
             Some(&value) if value > 0.0 => {
                 format!(
                     "  [previous run {value:.3}: {:+.0}%]",
