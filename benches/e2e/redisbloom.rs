@@ -59,8 +59,8 @@ pub fn rows(main: &Server, rows: &mut Vec<Row>) {
     prepare(&ours, Filters::Classic);
     // RedisBloom's filters on several servers, each pair of runs against the next: RedisBloom
     // asks for no huge pages, and a filter on small pages answers at a speed that depends on
-    // where it landed (identical servers of the 1e8 filter read up to 1.5x apart; on huge pages,
-    // as this module's are, 4%), so that one server would be one draw of that.
+    // where it landed (four identical servers of its 1e8 filter read up to 1.2x apart; four of
+    // this module's, on huge pages, 1.07x), so that one server would be one draw of that.
     let theirs: Vec<Server> = (0..THEIR_SERVERS)
         .map(|_| {
             let server = server::start_with_module(&module);
