@@ -51,8 +51,9 @@ def test_module_path_is_the_module_named_by_the_environment() -> None:
         (
             "linux",
             "x86_64",
-            "the redis-bf module is not installed: pip install 'redis-bf[server]' brings it (or "
-            "set REDIS_BF_MODULE=/path/to/libredis_bf.so)",
+            "the redis-bf module is not installed: pip install 'redis-bf[server]' (or, from a "
+            "folder of wheels: pip install --find-links DIR 'redis-bf[server]') brings it (or set "
+            "REDIS_BF_MODULE=/path/to/libredis_bf.so)",
         ),
     ],
 )
@@ -107,8 +108,8 @@ def test_the_server_runs_with_the_module_and_stops_on_sigterm(tmp_path: Path) ->
         assert lines == [
             f"redis-bf-server: Redis {version} (redis-server on the PATH) with the redis-bf module "
             f"on 127.0.0.1:{port}; data in {tmp_path} (log: {tmp_path}/server.log)",
-            f"  try:  redis-cli -p {port} BF.ADD seen hello",
-            f"  or:   python -m redis_bf.tour --port {port}",
+            f"  try:  python -m redis_bf.tour --port {port}",
+            f"  or:   redis-cli -p {port} BF.ADD seen hello",
             "  Ctrl-C (or SIGTERM) stops it.",
         ]
         assert redis.Redis(port=port).execute_command("BF.ADD", "seen", "hello") == 1
@@ -116,7 +117,10 @@ def test_the_server_runs_with_the_module_and_stops_on_sigterm(tmp_path: Path) ->
         child.send_signal(signal.SIGTERM)
         out, _ = child.communicate(timeout=60)
     assert child.returncode == 0
-    assert out == "redis-bf-server: stopped (the server exited with status 0)\n"
+    assert out == (
+        "redis-bf-server: stopping (Ctrl-C again stops it at once, without saving)\n"
+        "redis-bf-server: stopped (the server exited with status 0)\n"
+    )
     with pytest.raises(redis.ConnectionError):
         redis.Redis(port=port).ping()
 
@@ -161,6 +165,9 @@ def test_each_refusal_is_one_line(tmp_path: Path) -> None:
     assert one_line_refusal(["--port", str(_free_port()), "--dir", str(blocker / "data")]) == (
         f"redis-bf-server: cannot write to {blocker / 'data'}: Not a directory"
     )
+    assert one_line_refusal(["--port", str(_free_port()), "--dir", str(blocker)]) == (
+        f"redis-bf-server: --dir {blocker}: it is a file, not a directory"
+    )
     fake = tmp_path / "fake.so"
     fake.write_text("not a shared library")
     line = one_line_refusal(
@@ -182,6 +189,8 @@ def test_a_server_with_a_password_starts_and_a_running_one_is_not_taken_for_it(
     port = _free_port()
     args = ["--save", "", "--requirepass", "secret"]
     running = server.start(port=port, directory=tmp_path / "a", server_args=args)
+    # The password reached the server on its standard input, never in a command line.
+    assert b"secret" not in Path(f"/proc/{running.process.pid}/cmdline").read_bytes()
     try:
         client = redis.Redis(port=port, password="secret")
         assert client.execute_command("BF.ADD", "k", "x") == 1

@@ -27,6 +27,15 @@ class ModuleNotInstalledError(RuntimeError):
     in one line."""
 
 
+def install_hint(extra: str = "server") -> str:
+    """How to install the package with an extra: from an index, or from a folder of wheels (such
+    as the ``target/wheels`` that ``make wheel`` writes in a checkout of redis-bf)."""
+    return (
+        f"pip install 'redis-bf[{extra}]' (or, from a folder of wheels: pip install "
+        f"--find-links DIR 'redis-bf[{extra}]')"
+    )
+
+
 def module_path() -> str:
     """The absolute path of the redis-bf module, for a ``loadmodule`` line:
     ``$REDIS_BF_MODULE`` if set, else the one the ``redis-bf-module`` wheel installed.
@@ -58,14 +67,24 @@ def _why_missing() -> str:
             f"redis-bf) and name it with {MODULE_VARIABLE}=/path/to/libredis_bf.so or --module"
         )
     return (
-        "the redis-bf module is not installed: pip install 'redis-bf[server]' brings it (or set "
+        f"the redis-bf module is not installed: {install_hint()} brings it (or set "
         f"{MODULE_VARIABLE}=/path/to/libredis_bf.so)"
     )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """``redis-bf-module-path``: prints the module's path (for
     ``redis-server --loadmodule "$(redis-bf-module-path)"``), or why there is none, and exits 1."""
+    import argparse
+
+    argparse.ArgumentParser(
+        prog="redis-bf-module-path",
+        description=(
+            "Prints the path of the redis-bf module (libredis_bf.so), for a loadmodule line: "
+            f"${MODULE_VARIABLE} if set, else the one the redis-bf-module wheel installed."
+        ),
+        epilog='redis-server --loadmodule "$(redis-bf-module-path)"',
+    ).parse_args(sys.argv[1:] if argv is None else argv)
     try:
         print(module_path())
     except ModuleNotInstalledError as error:

