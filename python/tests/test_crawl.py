@@ -115,11 +115,14 @@ def test_a_crawl_on_a_scrapy_redis_set_does_not_start(site, server) -> None:  # 
     server.client().sadd("site:dupefilter", "0" * 40)
     crawl = run_crawl(site, server, SCHEDULER_PERSIST=True)
     assert sum(site.fetched().values()) == 0
+    # One error line says why and what to do; no traceback buries it.
     assert (
-        "redis_bf.KeyTypeError: 'site:dupefilter' holds a set, not a Bloom filter: it is a "
+        "[redis_bf.scrapy] ERROR: 'site:dupefilter' holds a set, not a Bloom filter: it is a "
         "scrapy-redis fingerprint set: convert it with `python -m redis_bf.migrate --url "
-        f"{server.url}/0 site:dupefilter`, or delete it to start the crawl afresh" in crawl.log
+        f"{server.url}/0 site:dupefilter`, or delete it to start the crawl afresh\n" in crawl.log
     )
+    assert "Traceback" not in crawl.log and crawl.log.count("ERROR") == 1
+    assert "Spider closed (dupefilter key holds another type)" in crawl.log
     assert server.client().smembers("site:dupefilter") == {b"0" * 40}
 
 

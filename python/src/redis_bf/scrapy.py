@@ -47,7 +47,9 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from scrapy import signals as scrapy_signals
 from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.misc import load_object
 from scrapy.utils.request import referer_str
 from scrapy_redis import defaults as scrapy_redis_defaults
@@ -109,6 +111,8 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
     ) -> None:
         super().__init__(server, key, debug)
         self.filter_server = server if filter_server is None else filter_server
+        # The reason the crawl was stopped at its start, if it was (refuse()).
+        self.refused: KeyTypeError | None = None
         self.kind = filter_kind(kind)
         if self.kind == "cuckoo":
             if window is not None:
@@ -174,8 +178,30 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
             debug=settings.getbool("DUPEFILTER_DEBUG"),
             **cls.filter_settings(settings),
         )
-        instance.open()  # scrapy-redis's scheduler does not call open()
+        try:
+            instance.open()  # scrapy-redis's scheduler does not call open()
+        except KeyTypeError as error:
+            instance.refuse(spider, error)
         return instance
+
+    def refuse(self, spider: Spider, error: KeyTypeError) -> None:
+        """The key holds something else: the crawl stops before it fetches anything, with one
+        error line that says what to do. (An exception here would bury that line among the
+        tracebacks of Scrapy's own failures to close a spider that never opened.)"""
+        self.refused = error
+        self.logger.error("%s", error)
+        crawler = spider.crawler
+
+        def close(spider: Spider) -> Any:
+            reason = "dupefilter key holds another type"
+            engine: Any = crawler.engine
+            if hasattr(engine, "close_spider_async"):  # Scrapy 2.14 and newer
+                return deferred_from_coro(engine.close_spider_async(reason=reason))
+            return engine.close_spider(spider, reason)
+
+        # Kept by the dupefilter: Scrapy's signals hold their receivers weakly.
+        self._close_on_open = close
+        crawler.signals.connect(close, signal=scrapy_signals.spider_opened)
 
     def open(self) -> None:
         """Reserves the filter if the key is missing; leaves an existing filter alone."""
@@ -237,6 +263,8 @@ class RFPDupeFilter(SetDupeFilter):  # type: ignore[misc]  # scrapy-redis ships 
 
     def request_seen(self, request: Request) -> bool:
         """True if the request was (probably) seen before; records it otherwise."""
+        if self.refused is not None:
+            return True  # the crawl is stopping: nothing is scheduled
         fingerprint = self.request_fingerprint(request)
         if isinstance(self.filter, CuckooFilter):
             return not self.filter.add_unique(fingerprint)
