@@ -21,8 +21,8 @@ from redis_bf.scrapy import RFPDupeFilter  # noqa: E402
 from redis_server import RedisServer  # noqa: E402
 
 HOW = (
-    "connect to the server that has it (`make run` prints its port), or start one with "
-    "`redis-server --loadmodule /path/to/libredis_bf.so`"
+    "connect to the server that has it (`redis-bf-server` and `make run` print its port), or "
+    'start one with `redis-bf-server`, or `redis-server --loadmodule "$(redis-bf-module-path)"`'
 )
 
 

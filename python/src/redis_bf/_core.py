@@ -105,8 +105,8 @@ class ModuleMissingError(ResponseError):
     """The server answered ``unknown command 'BF....'`` (or ``'CF....'``): it has no Bloom filter
     module loaded (or one without cuckoo filters).
 
-    Typically a packaged redis-server on the default port, next to the one ``make run`` started
-    on another port. The message names the server the client talks to and how to get one with the
+    Typically a packaged redis-server on the default port, next to the one ``redis-bf-server`` (or
+    ``make run``) started on another port. The message names the server the client talks to and how to get one with the
     module.
     """
 
@@ -119,8 +119,9 @@ class ModuleMissingError(ResponseError):
         )
         super().__init__(
             f"the Redis server at {self.address} has no {what} (it answered: "
-            f"{reply.strip()}): connect to the server that has it (`make run` prints its port), "
-            "or start one with `redis-server --loadmodule /path/to/libredis_bf.so`"
+            f"{reply.strip()}): connect to the server that has it (`redis-bf-server` and `make "
+            "run` print its port), or start one with `redis-bf-server`, or `redis-server "
+            '--loadmodule "$(redis-bf-module-path)"`'
         )
 
 
