@@ -106,8 +106,8 @@ class ModuleMissingError(ResponseError):
     module loaded (or one without cuckoo filters).
 
     Typically a packaged redis-server on the default port, next to the one ``redis-bf-server`` (or
-    ``make run``) started on another port. The message names the server the client talks to and how to get one with the
-    module.
+    ``make run``) started on another port. The message names the server the client talks to and
+    how to get one with the module.
     """
 
     def __init__(self, client: Any, reply: str):
