@@ -46,17 +46,20 @@ help:
 	@echo 'make build         build $(MODULE), as plain make and make all do'
 	@echo '                   (needs what run needs)'
 	@echo 'make install       build, then copy the module to $$(PREFIX)/lib/redis/ (PREFIX=$(PREFIX))'
-	@echo 'make dist          x86_64 and aarch64 tarballs (glibc 2.17+) in target/dist; needs what'
-	@echo '                   run needs, plus python3-venv (for Zig, installed under target/tools)'
+	@echo 'make dist          x86_64 and aarch64 tarballs (glibc 2.17+) in target/dist; needs only'
+	@echo '                   cargo (rustup'"'"'s) and python3 with venv, no root, no C compiler or'
+	@echo '                   clang: Zig, cargo-zigbuild and libclang come from PyPI into target/tools'
 	@echo 'make wheel         the Python wheels in target/wheels: the client package and the module'
-	@echo '                   for Linux x86_64 and aarch64 (needs what dist needs)'
+	@echo '                   for Linux x86_64 and aarch64; needs what dist needs (setuptools comes'
+	@echo '                   from PyPI into target/tools)'
 	@echo 'make bench         benchmarks (REDISBLOOM_SO=... to compare with RedisBloom), then'
 	@echo '                   python-bench'
 	@echo 'make python-bench  the crawler benchmark of the Python package alone (about 20 minutes;'
 	@echo '                   needs what python-test needs)'
 	@echo 'make fuzz          fuzzing, FUZZ_SECONDS per target (default 60)'
 	@echo 'make deps-run      install the Debian packages run needs (as root; otherwise names them)'
-	@echo 'make deps-dist     deps-run, and python3-venv for dist'
+	@echo 'make deps-dist     install python3-venv, the one Debian package dist and wheel need'
+	@echo '                   besides cargo (as root; otherwise names it)'
 	@echo 'make deps          deps-run, and what test needs: $(TEST_PACKAGES), Node.js'
 	@echo 'make clean         remove build output'
 
@@ -70,8 +73,9 @@ install: build
 deps-run:
 	@scripts/packages.sh $(RUN_PACKAGES)
 
-# What make dist needs besides: python3-venv, for Zig and cargo-zigbuild under target/tools.
-deps-dist: deps-run
+# All make dist and make wheel need besides cargo: python3-venv, for the tools under target/tools.
+# They do not depend on it, so that they run without root wherever python3 has venv.
+deps-dist:
 	@scripts/packages.sh python3-venv
 
 # Everything the tests need too: the Debian packages and Node.js.
@@ -89,14 +93,16 @@ $(MODULE): build
 
 # target/dist/redis-bf-<version>-linux-{x86_64,aarch64}.tar.gz (and .sha256): the module built with
 # cargo-zigbuild for glibc 2.17+ on both architectures (scripts/dist.sh; it first installs
-# cargo-zigbuild, Zig and Rust's aarch64 std under target/tools: scripts/zig-tools.sh).
-dist: deps-dist
+# cargo-zigbuild, Zig, libclang and pyelftools under target/tools, and Rust's aarch64 std:
+# scripts/zig-tools.sh). No root, no C toolchain, no clang: cargo and python3 are enough.
+dist:
 	scripts/dist.sh target/dist
 
 # target/wheels: redis_bf-<version>-py3-none-any.whl (python/, pure Python) and
 # redis_bf_module-<version>-py3-none-manylinux_2_17_<arch>... for x86_64 and aarch64, the module of
-# make dist's build (scripts/wheel.sh). pip install --find-links target/wheels 'redis-bf[server]'.
-wheel: deps-dist
+# make dist's build (scripts/wheel.sh), and the client built with setuptools alone (in
+# target/tools/setuptools). pip install --find-links target/wheels 'redis-bf[server]'.
+wheel:
 	scripts/wheel.sh target/wheels
 
 # Starts redis-server in the foreground with the module (Ctrl-C stops it), on a port it names.
