@@ -34,7 +34,7 @@ SHARD_SLACK_SIGMAS = 4.0
 # the format but not the version, refuses a version 2 filter instead of misplacing its items.
 MANIFEST_FORMAT_V1 = "redis-bf sharded filter"
 MANIFEST_FORMAT = "redis-bf sharded filter manifest"
-NEW_VERSION = 1
+NEW_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 KIND_NAMES = {"bloom": "Bloom filter", "cuckoo": "cuckoo filter"}
 
