@@ -1,8 +1,8 @@
-"""One filter over N keys (the spec's "shards and manifest", docs/sharding.md, whose test vectors
-docs/sharding-vectors.json pins every function here): the bytes of an item, its shard, the
-shards' key names and hash tags, each shard's capacity, the manifest kept at the filter's key,
-and how the shards' ``*.INFO`` add up. Everything another client must compute alike to read and
-write the same filter lives here, and nothing else. No I/O.
+"""One filter over N keys (the spec's "shards and manifest": docs/sharding.md, and its test vectors
+docs/sharding-vectors.json): the bytes of an item, its shard, the shards' key names and hash tags,
+each shard's capacity, the manifest kept at the filter's key, and how the shards' ``*.INFO`` add
+up. Everything another client must compute alike to read and write the same filter is here (and,
+besides, ``same_slot_key``, which names the key ``wait_for_replicas`` writes). No I/O.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ READABLE_VERSIONS = (1, 2)
 KIND_NAMES = {"bloom": "Bloom filter", "cuckoo": "cuckoo filter"}
 
 # Version 2: an item's shard is the first 8 bytes of SHA-256(this prefix + the item's bytes),
-# big endian, modulo the shard count. Version 1: the first 8 bytes of the item's 8-byte BLAKE2b
-# digest personalised with SHARD_HASH_PERSON, little endian, times the count, over 2^64. Part of
+# big endian, modulo the shard count. Version 1: the item's 8-byte BLAKE2b digest, personalised
+# with SHARD_HASH_PERSON, little endian, times the count, over 2^64. Part of
 # the stored form: changing either loses items.
 SHARD_HASH_PREFIX = b"redis-bf:shard:v2:"
 SHARD_HASH_PERSON = b"redis-bf"

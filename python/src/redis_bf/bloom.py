@@ -8,9 +8,9 @@ with the server's defaults: a key deleted by a flush, or never reserved, cannot 
 100-item filter.
 
 The client is a ``redis.Redis`` or a ``redis.cluster.RedisCluster``; with ``shards=N`` one filter
-is spread over N keys (on a cluster, over every primary; see ``redis_bf._core``). The asyncio twin
-is ``redis_bf.asyncio.BloomFilter``: the same commands and answers (both build them in
-``redis_bf._core``).
+is spread over N keys (on a cluster, over every primary; docs/sharding.md in the repository says
+how, ``redis_bf._shards`` does it). The asyncio twin is ``redis_bf.asyncio.BloomFilter``: the
+same commands and answers (both build them in ``redis_bf._core``).
 
 Replies: RESP2 answers 1/0, RESP3 True/False; both come back as ``bool``. An error reply is raised,
 never read as an answer: a top-level one as redis-py's ``ResponseError`` (``WRONGTYPE``, ``OOM``,
