@@ -981,6 +981,47 @@ pub fn command_usec(conn: &mut Conn, command: &str) -> f64 {
         .unwrap_or_else(|| panic!("no usec in {line}"))
 }
 
+/// Runs a command `runs` times on the same value, as a blow-up guard that a busy machine cannot
+/// trip: first on copies of `key` restored from its DUMP under other names (deleted after each),
+/// last on `key` itself, which the test goes on with. `run` sends the command to the key it is
+/// given; what it returns for each run (the key's own last), and the fastest run as the server
+/// timed it, in microseconds (`INFO commandstats` of `command`, reset before each run: the call
+/// alone, not the waits of the test's threads or the server's for their turn). A command whose
+/// work is a function of the value alone does the same work each time, so the fastest of three
+/// is what it costs: scheduling does not slow three runs in a row by seconds.
+pub fn fastest_on_copies<T>(
+    conn: &mut Conn,
+    key: &str,
+    command: &str,
+    runs: usize,
+    mut run: impl FnMut(&mut Conn, &str) -> T,
+) -> (Vec<T>, f64) {
+    let payload = conn.call(&["DUMP", key]).bytes();
+    let mut fastest = f64::INFINITY;
+    let mut results = Vec::with_capacity(runs);
+    for index in 0..runs {
+        let copy = format!("{key}:copy:{index}");
+        let on_copy = index + 1 < runs;
+        if on_copy {
+            let restore = [b"RESTORE".as_slice(), copy.as_bytes(), b"0", &payload];
+            assert_eq!(conn.call(&restore), Frame::ok(), "RESTORE {copy}");
+        }
+        assert_eq!(conn.call(&["CONFIG", "RESETSTAT"]), Frame::ok());
+        results.push(run(conn, if on_copy { &copy } else { key }));
+        let stats = conn
+            .call(&["INFO", "commandstats"])
+            .text()
+            .to_ascii_lowercase();
+        let once = format!("cmdstat_{}:calls=1,", command.to_ascii_lowercase());
+        assert!(stats.contains(&once), "not one {command} in a run: {stats}");
+        fastest = fastest.min(command_usec(conn, command));
+        if on_copy {
+            assert_eq!(conn.call(&["DEL", &copy]), Frame::Int(1), "DEL {copy}");
+        }
+    }
+    (results, fastest)
+}
+
 /// Sends every command before reading any reply (one pipeline); the replies, in order.
 pub fn pipeline<A: AsRef<[u8]>>(conn: &mut Conn, commands: &[Vec<A>]) -> Vec<Frame> {
     for command in commands {
