@@ -66,7 +66,7 @@ export class ErrorRateUnsupportedError extends BloomFilterError {}
 /**
  * The server answered `unknown command 'BF....'` (or `'CF....'`): it has no Bloom filter module
  * loaded (or one without cuckoo filters). The message names the server and how to get one with
- * the module.
+ * the module; it quotes the server's answer without its `ERR `, as the Python package does.
  */
 export class ModuleMissingError extends Error {
   constructor(address, reply) {
@@ -74,7 +74,7 @@ export class ModuleMissingError extends Error {
       ? 'cuckoo filter commands loaded'
       : 'Bloom filter module loaded';
     super(
-      `the Redis server at ${address} has no ${what} (it answered: ${reply.trim()}): connect ` +
+      `the Redis server at ${address} has no ${what} (it answered: ${reply.replace(/^ERR /, '').trim()}): connect ` +
         'to the server that has it (`redis-bf-server` and `make run` print its port), or start ' +
         'one with `redis-bf-server`, or `redis-server --loadmodule "$(redis-bf-module-path)"`',
     );
