@@ -128,14 +128,17 @@ function urlAddress(url) {
   }
 }
 
+/** What `serverAddress` answers for a client that does not say where it connects. */
+export const UNKNOWN_ADDRESS = 'the address this client uses';
+
 /** host:port (or the socket path) a node-redis client or cluster talks to, as far as it says. */
 export function serverAddress(client) {
   const options = client?.options ?? client?._options;
   const direct = socketAddress(options?.socket) ?? (options?.url ? urlAddress(options.url) : null);
   if (direct) return direct;
   const root = options?.rootNodes?.[0];
-  if (root) return socketAddress(root.socket) ?? (root.url ? urlAddress(root.url) : null) ?? 'the address this client uses';
-  return 'the address this client uses';
+  if (root) return socketAddress(root.socket) ?? (root.url ? urlAddress(root.url) : null) ?? UNKNOWN_ADDRESS;
+  return UNKNOWN_ADDRESS;
 }
 
 /** True for the server's answer to a `BF.*` or `CF.*` command it does not know. */

@@ -6,14 +6,16 @@
  * server (a closed socket, a timeout) is thrown as node-redis threw it.
  *
  * Commands sent together are pipelined: node-redis writes the commands queued in one tick to a
- * connection at once, so a batch costs one round trip per node, all nodes at once. Writes that
- * must reach replicas (`waitForReplicas`) go, with the marker `SET`, its `DEL` and `WAIT`, on one
- * connection per node: the cluster's own connection to the node, never through its
- * redirections (which may resend a command elsewhere, where a `WAIT` confirms nothing).
+ * connection at once, so a batch costs one round trip per node, all nodes at once (a pool
+ * sends each request on one of its connections). Writes that must reach replicas
+ * (`waitForReplicas`) go, with the marker `SET`, its `DEL` and `WAIT`, on one connection per
+ * node: the client's, the pool connection of the request, or the cluster's own connection to the
+ * node, never through its redirections (which may resend a command elsewhere, where a `WAIT`
+ * confirms nothing).
  */
 
 import { Call } from './core.js';
-import { isErrorReply } from './errors.js';
+import { UNKNOWN_ADDRESS, isErrorReply, serverAddress } from './errors.js';
 import { Waited } from './replies.js';
 import { keySlot } from './shards.js';
 
@@ -52,6 +54,7 @@ export class Runner {
     this.client = client;
     this.core = core;
     this.cluster = isCluster(client);
+    this.pool = !this.cluster && typeof client.execute === 'function';
   }
 
   /** Runs an operation of the core: sends each request it yields, and returns its answer. */
@@ -61,23 +64,32 @@ export class Runner {
     return step.value;
   }
 
-  /** One command (its key is its second argument), on the client: the reply or error reply. */
-  command(args) {
+  /** One command (its key is its second argument): the reply or error reply. */
+  command(args, connection = this.client) {
     if (this.cluster) {
-      return replyOrError(this.client.sendCommand(args[1], READONLY.has(args[0]), args, COMMAND_OPTIONS));
+      return replyOrError(connection.sendCommand(args[1], READONLY.has(args[0]), args, COMMAND_OPTIONS));
     }
-    return replyOrError(this.client.sendCommand(args, COMMAND_OPTIONS));
+    return replyOrError(connection.sendCommand(args, COMMAND_OPTIONS));
   }
 
   send(request) {
-    if (request instanceof Call) return this.command(request.args);
-    if (!request.wait) return Promise.all(request.commands.map((args) => this.command(args)));
-    if (this.cluster) return this.sendWaited(request);
-    if (typeof this.client.execute === 'function') {
-      // A pool: every command of the batch on one of its connections, WAIT included.
-      return this.client.execute((connection) => this.onConnection(connection, request.commands, this.core.address));
+    if (this.pool) {
+      // A pool: each request on one of its connections, so that a batch is one round trip and
+      // its WAIT follows its own writes; the first one says where the pool connects.
+      return this.client.execute((connection) => {
+        if (this.core.address === UNKNOWN_ADDRESS) this.core.address = serverAddress(connection);
+        return this.sendOn(connection, request);
+      });
     }
-    return this.onConnection(this.client, request.commands, this.core.address);
+    if (request.wait && this.cluster) return this.sendWaited(request);
+    return this.sendOn(this.client, request);
+  }
+
+  /** A request on a client (not a cluster's waited batch). */
+  sendOn(connection, request) {
+    if (request instanceof Call) return this.command(request.args, connection);
+    if (!request.wait) return Promise.all(request.commands.map((args) => this.command(args, connection)));
+    return this.onConnection(connection, request.commands, this.core.address);
   }
 
   /**
