@@ -166,8 +166,7 @@ export class Core {
   place(item) {
     const argument = itemArgument(item);
     if (this.shards === null) return [this.key, argument];
-    const data = typeof argument === 'string' ? Buffer.from(argument, 'utf8') : argument;
-    return [this.keys[this.shardOf(data, this.shards)], argument];
+    return [this.keys[this.shardOf(argument, this.shards)], argument];
   }
 
   /** The key that holds `item`. */

@@ -11,7 +11,7 @@
  * client cannot read, as the spec says, before anything is sent to the shards.
  */
 
-import { createHash } from 'node:crypto';
+import crypto from 'node:crypto';
 
 /** Redis Cluster's hash slots. */
 export const SLOTS = 16384;
@@ -100,11 +100,31 @@ export function itemBytes(item) {
   return typeof argument === 'string' ? Buffer.from(argument, 'utf8') : argument;
 }
 
-/** The shard (0 to `count` - 1) of the item whose bytes are `data`, in version 2. */
+const SHARD_HASH_PREFIX_TEXT = SHARD_HASH_PREFIX.toString('ascii');
+// crypto.hash (Node 20.12 and newer) spares a Hash object per item: a third of the cost.
+const oneShot = typeof crypto.hash === 'function' ? crypto.hash : null;
+
+/** The first 8 bytes of the version 2 digest of `data`, as 16 hexadecimal digits. */
+function digestHead(data) {
+  if (oneShot !== null) {
+    // A string item is well-formed (itemArgument checked it), so the prefix and it, as one
+    // string, are the prefix's bytes then the item's UTF-8.
+    const input = typeof data === 'string' ? SHARD_HASH_PREFIX_TEXT + data : Buffer.concat([SHARD_HASH_PREFIX, data]);
+    return oneShot('sha256', input, 'hex').slice(0, 16);
+  }
+  return crypto.createHash('sha256').update(SHARD_HASH_PREFIX).update(data).digest('hex').slice(0, 16);
+}
+
+/**
+ * The shard (0 to `count` - 1) of the item whose bytes are `data` (a Buffer, or a string that
+ * stands for its UTF-8), in version 2.
+ */
 export function shardV2(data, count) {
-  const digest = createHash('sha256').update(SHARD_HASH_PREFIX).update(data).digest();
+  const head = digestHead(data);
   // (high * 2^32 + low) mod count in doubles, exact: (count - 1) * 2^32 + 2^32 - 1 < 2^53.
-  return ((digest.readUInt32BE(0) % count) * 2 ** 32 + digest.readUInt32BE(4)) % count;
+  const high = Number.parseInt(head.slice(0, 8), 16);
+  const low = Number.parseInt(head.slice(8), 16);
+  return ((high % count) * 2 ** 32 + low) % count;
 }
 
 /** Each readable version's item-to-shard function. */

@@ -78,9 +78,9 @@ export class RedisServer {
     return this.process.pid;
   }
 
-  /** A connected node-redis client of this server (RESP2 unless told). */
+  /** A connected node-redis client of this server (RESP2 unless told: node-redis says RESP3). */
   async client(options = {}) {
-    const client = createClient({ url: this.url, ...options });
+    const client = createClient({ url: this.url, RESP: 2, ...options });
     client.on('error', () => {}); // a killed server: the commands fail, the test says so
     await client.connect();
     return client;
@@ -239,7 +239,7 @@ export class RedisCluster {
   /** A connected node-redis cluster client (RESP2 unless told), started from the first master. */
   async client(options = {}) {
     const [first] = await this.masters();
-    const cluster = createCluster({ rootNodes: [{ url: first.url }], ...options });
+    const cluster = createCluster({ rootNodes: [{ url: first.url }], RESP: 2, ...options });
     cluster.on('error', () => {});
     await cluster.connect();
     return cluster;
