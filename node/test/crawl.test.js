@@ -95,7 +95,7 @@ test('a crawler against a server without the module stops with one line', async 
       done.stderr,
       `error: the Redis server at 127.0.0.1:${plain.port} has no Bloom filter module loaded (it answered: unknown command ` +
         "'BF.INSERT', with args beginning with: 'crawl:crawlee:seen' 'CAPACITY' '1000000' 'ERROR' '0.000001' 'ITEMS' " +
-        "'http://127.0.0.1:" + new URL(site.url).port + "/p/0' ): connect to the server that has it (`redis-bf-server` and " +
+        `'${site.url}/p/0'): connect to the server that has it (\`redis-bf-server\` and ` +
         '`make run` print its port), or start one with `redis-bf-server`, or `redis-server --loadmodule ' +
         '"$(redis-bf-module-path)"`\n',
     );
