@@ -1,16 +1,15 @@
 // Types of redis-bf (lib/index.js). Hand-written: the package ships its JavaScript as it is, with
 // no build step; test/types.test.js compiles a program against these with `tsc --strict`.
 
-import type { RedisClientPoolType, RedisClientType, RedisClusterType } from 'redis';
-
 /**
- * A node-redis v6 client the filters send their commands through: `createClient()`,
- * `createClientPool()` or `createCluster()`, connected, in RESP2 or RESP3, any type mapping.
+ * A node-redis v6 client the filters send their commands through: what `createClient()`,
+ * `createClientPool()` or `createCluster()` made (connected; RESP2 or RESP3; any modules,
+ * scripts and type mapping). Declared by the one method every one of them has, since node-redis's
+ * own types differ with each of those choices.
  */
-export type RedisClient =
-  | RedisClientType<any, any, any, any, any>
-  | RedisClientPoolType<any, any, any, any, any>
-  | RedisClusterType<any, any, any, any, any>;
+export interface RedisClient {
+  sendCommand(...args: any[]): Promise<unknown>;
+}
 
 /**
  * An item: its bytes are what is sent and what chooses its shard. A string (UTF-8; a lone
