@@ -1,4 +1,5 @@
-// The README says what the package does: each JavaScript block after an `<!-- example: server -->`
+// The README says what the package does (and the repository's README, its `<!-- node example -->`
+// block): each JavaScript block after an `<!-- example: server -->`
 // line runs as written (a module of the package, so `import 'redis-bf'` is the package itself)
 // against one server, with its `redis://localhost:6379` pointed at the test's, and each after an
 // `<!-- example: cluster -->` line against a three-primary cluster (REDIS_URL); each prints what
@@ -73,6 +74,23 @@ test('the server examples run as written', async () => {
   const client = await server.client();
   try {
     assert.equal(await client.dbSize(), 0); // each example deletes its filters
+  } finally {
+    await client.close();
+  }
+});
+
+test("the repository README's Node example runs as written", async () => {
+  const front = readFileSync(path.join(NODE_DIR, '..', 'README.md'), 'utf8');
+  const blocks = [...front.matchAll(/<!-- node example -->\n```js\n(.*?)```/gs)].map((match) => match[1]);
+  assert.equal(blocks.length, 1);
+  const [code] = blocks;
+  assert.equal(code.split("'redis://localhost:6379'").length, 2, code);
+  const done = await run(code.replace("'redis://localhost:6379'", `'${server.url}'`), 'front');
+  assert.equal(done.code, 0, done.stderr);
+  assert.deepEqual(done.stdout.trimEnd().split('\n'), printed(code));
+  const client = await server.client();
+  try {
+    assert.equal(await client.dbSize(), 0);
   } finally {
     await client.close();
   }
