@@ -26,7 +26,19 @@ const pages = Number(values.pages);
 
 /** Runs crawl.mjs to its end: its standard output, or its exit status and error. */
 function crawl(name, start, site) {
-  const args = ['crawl.mjs', '--site', site.url, '--start', start, '--redis', values.redis, '--key', key, '--name', name];
+  const args = [
+    'crawl.mjs',
+    '--site',
+    site.url,
+    '--start',
+    start,
+    '--redis',
+    values.redis,
+    '--key',
+    key,
+    '--name',
+    name,
+  ];
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: here, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -34,7 +46,9 @@ function crawl(name, start, site) {
     child.stdout.on('data', (chunk) => (out += chunk));
     child.stderr.on('data', (chunk) => (err += chunk));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`${name} exited ${code}: ${err.trim()}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve(out.trim()) : reject(new Error(`${name} exited ${code}: ${err.trim()}`)),
+    );
   });
 }
 
@@ -45,7 +59,10 @@ const filter = new BloomFilter(client, key, { capacity: 1_000_000, errorRate: 1e
 const site = await startSite({ pages });
 try {
   await filter.drop();
-  const lines = await Promise.all([crawl('crawler A', '/p/0', site), crawl('crawler B', `/p/${Math.floor(pages / 2)}`, site)]);
+  const lines = await Promise.all([
+    crawl('crawler A', '/p/0', site),
+    crawl('crawler B', `/p/${Math.floor(pages / 2)}`, site),
+  ]);
   for (const line of lines) console.log(line);
   console.log(summary(site));
   await filter.drop();

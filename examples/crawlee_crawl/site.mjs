@@ -79,7 +79,9 @@ export function summary(site) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { pages: { type: 'string', default: '2000' }, port: { type: 'string', default: '8000' } } });
+  const { values } = parseArgs({
+    options: { pages: { type: 'string', default: '2000' }, port: { type: 'string', default: '8000' } },
+  });
   const site = await startSite({ pages: Number(values.pages), port: Number(values.port) });
   console.log(`serving ${values.pages} pages at ${site.url}/p/0 (Ctrl-C prints the fetch log)`);
   for (const signal of ['SIGINT', 'SIGTERM']) {

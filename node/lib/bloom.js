@@ -21,28 +21,10 @@
 
 import { Core } from './core.js';
 import { serverAddress } from './errors.js';
-import { FilterOptions } from './options.js';
+import { FilterOptions, settingsOf } from './options.js';
 import { Runner } from './runner.js';
 
 const INSPECT = Symbol.for('nodejs.util.inspect.custom');
-/** The options every filter takes besides its creation parameters. */
-const SETTINGS = ['shards', 'batchSize', 'pipelineSize', 'waitForReplicas', 'waitTimeout'];
-
-/** `options` with only the names a class knows (a misspelt option throws rather than vanish). */
-export function known(className, options, creation) {
-  if (options === null || typeof options !== 'object') {
-    throw new TypeError(`${className} takes an options object ({ capacity, ... }), not ${String(options)}`);
-  }
-  const names = [...creation, ...SETTINGS];
-  for (const name of Object.keys(options)) {
-    if (!names.includes(name)) {
-      throw new TypeError(`${className} has no option '${name}' (it takes ${names.join(', ')})`);
-    }
-  }
-  const settings = {};
-  for (const name of SETTINGS) if (options[name] !== undefined) settings[name] = options[name];
-  return settings;
-}
 
 /**
  * What both filter classes share: the client, the key, the core (the commands and answers) and
@@ -138,7 +120,7 @@ export class FilterBase {
  */
 export class BloomFilter extends FilterBase {
   constructor(client, key, options = {}) {
-    const settings = known('BloomFilter', options, ['capacity', 'errorRate', 'window', 'layout']);
+    const settings = settingsOf('BloomFilter', options, ['capacity', 'errorRate', 'window', 'layout']);
     const { capacity, errorRate, window, layout } = options;
     super(client, key, new FilterOptions({ capacity, errorRate, window, layout }), Core, settings);
   }

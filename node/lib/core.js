@@ -28,6 +28,8 @@ import {
   isNotFound,
 } from './errors.js';
 import {
+  Batch,
+  Call,
   Command,
   Round,
   Verb,
@@ -42,6 +44,7 @@ import {
   infoObject,
   reserveFailure,
 } from './replies.js';
+import { SETTINGS } from './options.js';
 import {
   NEW_VERSION,
   READABLE_VERSIONS,
@@ -66,26 +69,7 @@ import {
 export const WAIT_MARKER_SUFFIX = ':redis-bf-wait';
 export const WAIT_MARKER_MILLIS = 60_000;
 
-/** A request to the runner: one command. It answers the reply, an error reply as a value. */
-export class Call {
-  constructor(args) {
-    this.args = args;
-    Object.freeze(this);
-  }
-}
-
-/**
- * A request to the runner: commands in one round trip (one pipeline per node on a cluster), and
- * with `wait`, `Core.waitCommands` after them on the connection that sent them (on each node
- * written). It answers the replies, error replies as values, and then one `Waited` per node.
- */
-export class Batch {
-  constructor(commands, wait = false) {
-    this.commands = commands;
-    this.wait = wait;
-    Object.freeze(this);
-  }
-}
+export { Batch, Call };
 
 export const BF_INSERT = new Verb('BF.INSERT', { write: true, creates: true });
 export const BF_MEXISTS = new Verb('BF.MEXISTS');
@@ -95,11 +79,17 @@ export const CF_MEXISTS = new Verb('CF.MEXISTS');
 /** CF.DEL of a missing key answers "Not found": it holds nothing, so nothing was deleted. */
 export const CF_DEL = new Verb('CF.DEL', { write: true, single: true, missing: false });
 
-function positiveInteger(name, value, low) {
-  if (!Number.isInteger(value) || value < low) {
-    throw new RangeError(`${name} must be an integer of at least ${low}, not ${String(value)}`);
+/** `items` in arrays of `size`, the last one shorter. */
+function* chunks(items, size) {
+  let chunk = [];
+  for (const item of iterable(items)) {
+    chunk.push(item);
+    if (chunk.length === size) {
+      yield chunk;
+      chunk = [];
+    }
   }
-  return value;
+  if (chunk.length) yield chunk;
 }
 
 /** `items` if it is an iterable of items (a string is one item, not an iterable of them). */
@@ -126,16 +116,12 @@ export class Core {
 
   /**
    * `address` names the server in messages; `options` are the filter's (`FilterOptions` or
-   * `CuckooOptions`); `waitTimeout` is in milliseconds.
+   * `CuckooOptions`); `settings` as options.js `settingsOf` checks them (`waitTimeout` in
+   * milliseconds), any left out at their defaults.
    */
-  constructor(address, key, options, { shards = null, batchSize = 1000, pipelineSize = 16, waitForReplicas = 0, waitTimeout = 1000 } = {}) {
-    if (typeof key !== 'string' || key === '') throw new TypeError(`a filter's key is a non-empty string, not ${String(key)}`);
-    positiveInteger('batchSize', batchSize, 1);
-    positiveInteger('pipelineSize', pipelineSize, 1);
-    positiveInteger('waitForReplicas', waitForReplicas, 0);
-    if (typeof waitTimeout !== 'number' || !(waitTimeout > 0)) {
-      throw new RangeError(`waitTimeout must be a positive number of milliseconds, not ${String(waitTimeout)}`);
-    }
+  constructor(address, key, options, settings = {}) {
+    const { shards, batchSize, pipelineSize, waitForReplicas, waitTimeout } = { ...SETTINGS, ...settings };
+    if (typeof key !== 'string' || key === '') throw new TypeError(`a filter's key is a non-empty string, not ${key}`);
     this.address = address;
     this.key = key;
     this.options = options;
@@ -240,33 +226,27 @@ export class Core {
     const step = verb.single ? 1 : this.batchSize;
     const reserveFirst = verb.creates && this.insertArgs === null;
     const perRound = this.batchSize * this.pipelineSize;
-    const iterator = iterable(items)[Symbol.iterator]();
     let start = 0;
-    let done = false;
-    while (!done) {
-      const chunk = [];
-      while (chunk.length < perRound) {
-        const next = iterator.next();
-        if (next.done) {
-          done = true;
-          break;
-        }
-        chunk.push(this.place(next.value));
-      }
-      if (!chunk.length) return;
+    for (const some of chunks(items, perRound)) {
+      const chunk = some.map((item) => this.place(item)); // [key, argument] of each item
       const round = new Round(start, chunk.length, verb);
-      const groups = new Map();
+      const groups = new Map(); // key -> the positions of its items in the chunk
       chunk.forEach(([key], position) => {
         if (!groups.has(key)) groups.set(key, []);
         groups.get(key).push(position);
       });
+      const at = (positions) => positions.map((p) => start + p);
       for (const key of [...groups.keys()].sort()) {
         const positions = groups.get(key);
-        if (reserveFirst) round.commands.push(new Command(this.reserve(key), positions.map((p) => start + p), false));
+        if (reserveFirst) round.commands.push(new Command(this.reserve(key), at(positions), false));
         for (let first = 0; first < positions.length; first += step) {
           const part = positions.slice(first, first + step);
-          const args = this.build(verb, key, part.map((p) => chunk[p][1]));
-          round.commands.push(new Command(args, part.map((p) => start + p)));
+          const args = this.build(
+            verb,
+            key,
+            part.map((p) => chunk[p][1]),
+          );
+          round.commands.push(new Command(args, at(part)));
         }
       }
       yield round;
@@ -500,7 +480,10 @@ export class Core {
     yield* this.check(verb.write);
     const answers = [];
     for (const round of this.rounds(items, verb)) {
-      const replies = yield new Batch(round.commands.map((command) => command.args), verb.write && this.waitForReplicas > 0);
+      const replies = yield new Batch(
+        round.commands.map((command) => command.args),
+        verb.write && this.waitForReplicas > 0,
+      );
       try {
         answers.push(...this.collect(round, replies));
       } catch (error) {
@@ -552,7 +535,11 @@ export class CuckooCore extends Core {
       return super.collect(round, replies);
     } catch (error) {
       if (!(error instanceof BloomFilterError) || !this.refusesErrorRate(error.message)) throw error;
-      throw new ErrorRateUnsupportedError(errorRateUnsupported(this.address, error.message), error.results, error.index);
+      throw new ErrorRateUnsupportedError(
+        errorRateUnsupported(this.address, error.message),
+        error.results,
+        error.index,
+      );
     }
   }
 
@@ -561,7 +548,8 @@ export class CuckooCore extends Core {
     yield* this.verify();
     const replies = yield new Batch(this.keys.map((key) => [this.infoCommand, key]));
     return replies.reduce(
-      (sum, reply) => sum + (isNotFound(reply) ? 0 : Number(this.parseInfo(this.answer(reply))['Number of items inserted'])),
+      (sum, reply) =>
+        sum + (isNotFound(reply) ? 0 : Number(this.parseInfo(this.answer(reply))['Number of items inserted'])),
       0,
     );
   }

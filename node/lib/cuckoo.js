@@ -16,8 +16,8 @@
  */
 
 import { CF_DEL, CF_INSERTNX, CuckooCore } from './core.js';
-import { CuckooOptions } from './options.js';
-import { FilterBase, known } from './bloom.js';
+import { CuckooOptions, settingsOf } from './options.js';
+import { FilterBase } from './bloom.js';
 
 /**
  * A redis-bf cuckoo filter at `key`, created by the first write for `capacity` items at
@@ -27,7 +27,7 @@ import { FilterBase, known } from './bloom.js';
 export class CuckooFilter extends FilterBase {
   constructor(client, key, options = {}) {
     const creation = ['capacity', 'errorRate', 'bucketSize', 'maxIterations', 'expansion'];
-    const settings = known('CuckooFilter', options, creation);
+    const settings = settingsOf('CuckooFilter', options, creation);
     const { capacity, errorRate, bucketSize, maxIterations, expansion } = options;
     const cuckoo = new CuckooOptions({ capacity, errorRate, bucketSize, maxIterations, expansion });
     super(client, key, cuckoo, CuckooCore, settings);

@@ -70,9 +70,7 @@ export class ErrorRateUnsupportedError extends BloomFilterError {}
  */
 export class ModuleMissingError extends Error {
   constructor(address, reply) {
-    const what = reply.toLowerCase().includes("'cf.")
-      ? 'cuckoo filter commands loaded'
-      : 'Bloom filter module loaded';
+    const what = reply.toLowerCase().includes("'cf.") ? 'cuckoo filter commands loaded' : 'Bloom filter module loaded';
     super(
       `the Redis server at ${address} has no ${what} (it answered: ${reply.replace(/^ERR /, '').trim()}): connect ` +
         'to the server that has it (`redis-bf-server` and `make run` print its port), or start ' +
@@ -192,7 +190,7 @@ export function errorRateUnsupported(address, message) {
   return (
     `the Redis server at ${address} refused the cuckoo filter's error rate (it answered: ` +
     `${message.trim()}): it has RedisBloom's cuckoo filters, which take no ERROR; use ` +
-    'new CuckooFilter(client, key, { capacity, errorRate: null }) for RedisBloom\'s kind (its ' +
+    "new CuckooFilter(client, key, { capacity, errorRate: null }) for RedisBloom's kind (its " +
     'false-positive rate grows with each sub-filter), or a server with redis-bf for a bounded one'
   );
 }

@@ -150,7 +150,12 @@ export declare class CuckooFilter extends FilterBase {
 
 /** How a missing Bloom filter is created (checked before any command). */
 export declare class FilterOptions {
-  constructor(options: { capacity: number; errorRate: number; window?: number | null; layout?: 'classic' | 'blocked' | null });
+  constructor(options: {
+    capacity: number;
+    errorRate: number;
+    window?: number | null;
+    layout?: 'classic' | 'blocked' | null;
+  });
   readonly capacity: number;
   readonly errorRate: number;
   readonly window: number | null;
@@ -164,7 +169,13 @@ export declare class FilterOptions {
 
 /** How a missing cuckoo filter is created (checked and normalised before any command). */
 export declare class CuckooOptions {
-  constructor(options: { capacity: number; errorRate?: number | null; bucketSize?: number; maxIterations?: number; expansion?: number });
+  constructor(options: {
+    capacity: number;
+    errorRate?: number | null;
+    bucketSize?: number;
+    maxIterations?: number;
+    expansion?: number;
+  });
   readonly capacity: number;
   readonly errorRate: number | null;
   readonly bucketSize: number;

@@ -65,7 +65,9 @@ export class FilterOptions {
       throw new RangeError(`errorRate must be strictly between 0 and 1, not ${errorRate}`);
     }
     if (layout !== null && layout !== undefined && !LAYOUTS.includes(layout)) {
-      throw new RangeError(`layout must be 'classic' or 'blocked' (or null for the server's bf.layout), not ${String(layout)}`);
+      throw new RangeError(
+        `layout must be 'classic' or 'blocked' (or null for the server's bf.layout), not ${String(layout)}`,
+      );
     }
     this.capacity = capacity;
     this.errorRate = errorRate;
@@ -191,11 +193,7 @@ export class CuckooOptions {
    * the bounded defaults); null when they cannot (`CF.RESERVE` then comes first).
    */
   insertArgs() {
-    if (
-      !this.bounded ||
-      this.maxIterations !== BOUNDED_MAX_ITERATIONS ||
-      this.expansion !== BOUNDED_EXPANSION
-    ) {
+    if (!this.bounded || this.maxIterations !== BOUNDED_MAX_ITERATIONS || this.expansion !== BOUNDED_EXPANSION) {
       return null;
     }
     return ['CAPACITY', String(this.capacity), 'ERROR', String(this.errorRate)];
@@ -239,4 +237,45 @@ export class CuckooOptions {
     });
     return text;
   }
+}
+
+/** The options every filter takes besides its creation parameters, with their defaults. */
+export const SETTINGS = Object.freeze({
+  shards: null,
+  batchSize: 1000,
+  pipelineSize: 16,
+  waitForReplicas: 0,
+  waitTimeout: 1000,
+});
+
+function atLeast(name, value, low) {
+  if (!Number.isInteger(value) || value < low) {
+    throw new RangeError(`${name} must be an integer of at least ${low}, not ${String(value)}`);
+  }
+  return value;
+}
+
+/**
+ * The settings among a filter class's `options` (`creation` names the others), checked, with
+ * their defaults. A name the class does not know throws a TypeError: a misspelt option would
+ * otherwise vanish. (`shards` is checked with the key, by shards.js.)
+ */
+export function settingsOf(className, options, creation) {
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError(`${className} takes an options object ({ capacity, ... }), not ${String(options)}`);
+  }
+  const names = [...creation, ...Object.keys(SETTINGS)];
+  for (const name of Object.keys(options)) {
+    if (!names.includes(name))
+      throw new TypeError(`${className} has no option '${name}' (it takes ${names.join(', ')})`);
+  }
+  const settings = { ...SETTINGS };
+  for (const name of Object.keys(SETTINGS)) if (options[name] !== undefined) settings[name] = options[name];
+  atLeast('batchSize', settings.batchSize, 1);
+  atLeast('pipelineSize', settings.pipelineSize, 1);
+  atLeast('waitForReplicas', settings.waitForReplicas, 0);
+  if (typeof settings.waitTimeout !== 'number' || !(settings.waitTimeout > 0)) {
+    throw new RangeError(`waitTimeout must be a positive number of milliseconds, not ${String(settings.waitTimeout)}`);
+  }
+  return settings;
 }

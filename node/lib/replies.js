@@ -119,6 +119,27 @@ export function reserveFailure(reply) {
   return reply;
 }
 
+/** A request to the runner: one command. It answers the reply, an error reply as a value. */
+export class Call {
+  constructor(args) {
+    this.args = args;
+    Object.freeze(this);
+  }
+}
+
+/**
+ * A request to the runner: commands in one round trip (one pipeline per node on a cluster), and
+ * with `wait`, `Core.waitCommands` after them on the connection that sent them (on each node
+ * written). It answers the replies, error replies as values, and then one `Waited` per node.
+ */
+export class Batch {
+  constructor(commands, wait = false) {
+    this.commands = commands;
+    this.wait = wait;
+    Object.freeze(this);
+  }
+}
+
 /**
  * What a node (`address`, host:port) answered to `Core.waitCommands`, sent after a batch's
  * writes on the same connection.

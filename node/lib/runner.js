@@ -27,10 +27,18 @@ const COMMAND_OPTIONS = Object.freeze({ typeMapping: Object.freeze({}) });
 
 /** The commands that only read, which a cluster client may send to a replica. */
 const READONLY = new Set([
-  'BF.EXISTS', 'BF.MEXISTS', 'BF.CARD', 'BF.INFO',
-  'CF.EXISTS', 'CF.MEXISTS', 'CF.COUNT', 'CF.INFO',
-  'GET', 'TYPE', 'EXISTS',
-]); // prettier-ignore
+  'BF.EXISTS',
+  'BF.MEXISTS',
+  'BF.CARD',
+  'BF.INFO',
+  'CF.EXISTS',
+  'CF.MEXISTS',
+  'CF.COUNT',
+  'CF.INFO',
+  'GET',
+  'TYPE',
+  'EXISTS',
+]);
 
 /** True for node-redis's cluster client (it routes each key to its node). */
 export function isCluster(client) {
@@ -49,7 +57,9 @@ function replyOrError(promise) {
 export class Runner {
   constructor(client, core) {
     if (typeof client?.sendCommand !== 'function') {
-      throw new TypeError('the client must be a node-redis client, pool or cluster (createClient, createClientPool, createCluster)');
+      throw new TypeError(
+        'the client must be a node-redis client, pool or cluster (createClient, createClientPool, createCluster)',
+      );
     }
     this.client = client;
     this.core = core;
@@ -111,7 +121,10 @@ export class Runner {
     const groups = new Map(); // address -> { node, positions }
     request.commands.forEach((args, position) => {
       const node = this.client.slots[keySlot(args[1])]?.master;
-      if (node === undefined) throw new Error(`the cluster client knows no primary for '${args[1]}': connect it first (await cluster.connect())`);
+      if (node === undefined)
+        throw new Error(
+          `the cluster client knows no primary for '${args[1]}': connect it first (await cluster.connect())`,
+        );
       if (!groups.has(node.address)) groups.set(node.address, { node, positions: [] });
       groups.get(node.address).positions.push(position);
     });
@@ -121,7 +134,11 @@ export class Runner {
       await Promise.all(
         [...groups.values()].map(async ({ node, positions }, group) => {
           const connection = await this.client.nodeClient(node);
-          const out = await this.onConnection(connection, positions.map((p) => request.commands[p]), node.address);
+          const out = await this.onConnection(
+            connection,
+            positions.map((p) => request.commands[p]),
+            node.address,
+          );
           positions.forEach((p, i) => {
             replies[p] = out[i];
           });

@@ -62,13 +62,9 @@ export function itemArgument(item) {
   if (typeof item === 'number') return numberText(item);
   if (typeof item === 'bigint') return item.toString();
   if (typeof item === 'boolean') {
-    throw new TypeError(
-      `a boolean is not an item: send '1' or '${item}' if that is what you mean`,
-    );
+    throw new TypeError(`a boolean is not an item: send '1' or '${item}' if that is what you mean`);
   }
-  throw new TypeError(
-    `an item is a string, a Buffer (Uint8Array), a bigint or a number, not ${describe(item)}`,
-  );
+  throw new TypeError(`an item is a string, a Buffer (Uint8Array), a bigint or a number, not ${describe(item)}`);
 }
 
 /** The decimal text of a number that is an item (see `itemArgument`). */
@@ -199,8 +195,7 @@ export function shardKeys(key, count) {
   checkShards(count);
   if (key.includes('{')) {
     throw new RangeError(
-      `a sharded filter's key cannot hold a hash tag ('${key}'): each shard's key gets a tag ` +
-        'of its own',
+      `a sharded filter's key cannot hold a hash tag ('${key}'): each shard's key gets a tag ` + 'of its own',
     );
   }
   return Object.freeze(
@@ -273,8 +268,7 @@ export function manifestText(version, kind, shards, capacity, identity) {
     .sort()
     .map((name) => {
       const value = fields[name];
-      const text =
-        typeof value === 'number' && FLOAT_FIELDS.has(name) ? pythonFloat(value) : JSON.stringify(value);
+      const text = typeof value === 'number' && FLOAT_FIELDS.has(name) ? pythonFloat(value) : JSON.stringify(value);
       return `${JSON.stringify(name)}: ${text}`;
     });
   return `{${entries.join(', ')}}`;
@@ -372,8 +366,7 @@ export function mergeCuckooInfo(infos, creation) {
   const absent = { 'Number of buckets': creation.buckets() };
   const merged = {};
   for (const name of CUCKOO_SUMMED) {
-    merged[name] =
-      present.reduce((sum, info) => sum + Number(info[name] ?? 0), 0) + missing * (absent[name] ?? 0);
+    merged[name] = present.reduce((sum, info) => sum + Number(info[name] ?? 0), 0) + missing * (absent[name] ?? 0);
   }
   merged['Bucket size'] = creation.bucketSize;
   merged['Expansion rate'] = creation.expansion;

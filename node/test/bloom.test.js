@@ -37,7 +37,10 @@ for (const RESP of [2, 3]) {
       assert.equal(await bf.add(new Uint8Array([0x34, 0x32])), false);
       assert.equal(await bf.add(0.5), true);
       assert.equal(await bf.contains('0.5'), true);
-      assert.deepEqual([await bf.contains('https://example.com/'), await bf.contains('https://example.org/')], [true, false]);
+      assert.deepEqual(
+        [await bf.contains('https://example.com/'), await bf.contains('https://example.org/')],
+        [true, false],
+      );
       assert.equal(await bf.count(), 3);
     });
 
@@ -85,7 +88,15 @@ for (const RESP of [2, 3]) {
       assert.deepEqual(await bf.addMany(items), [true, true, true, false, true, true, false, true, true, true, false]);
       assert.deepEqual(await bf.addMany([]), []);
       assert.deepEqual(await bf.addMany(new Set(['h', 'i'])), [false, true]);
-      assert.deepEqual(await bf.addMany((function* () { yield 'i'; yield 'j'; })()), [false, true]); // prettier-ignore
+      assert.deepEqual(
+        await bf.addMany(
+          (function* () {
+            yield 'i';
+            yield 'j';
+          })(),
+        ),
+        [false, true],
+      );
       assert.equal(await bf.count(), 10);
       // 11 items in batches of 3: 4 commands, and 1 for each later call.
       assert.equal((await commandstats(r))['bf.insert'], 6);
@@ -114,7 +125,10 @@ for (const RESP of [2, 3]) {
       const blocked = new BloomFilter(r, 'blocked', { capacity: 200, errorRate: 0.01, layout: 'blocked' });
       await blocked.add('x');
       assert.equal((await blocked.info()).Layout, 'blocked');
-      assert.equal(inspect(blocked), "BloomFilter { key: 'blocked', capacity: 200, errorRate: 0.01, layout: 'blocked' }");
+      assert.equal(
+        inspect(blocked),
+        "BloomFilter { key: 'blocked', capacity: 200, errorRate: 0.01, layout: 'blocked' }",
+      );
     });
 
     test('a full NONSCALING filter throws with the answers before', async () => {
@@ -149,7 +163,9 @@ for (const RESP of [2, 3]) {
         return true;
       });
       await r.rPush('queue', 'x');
-      await assert.rejects(new BloomFilter(r, 'queue', { capacity: 1000, errorRate: 0.01 }).create(), { keyType: 'list' });
+      await assert.rejects(new BloomFilter(r, 'queue', { capacity: 1000, errorRate: 0.01 }).create(), {
+        keyType: 'list',
+      });
       assert.equal(await r.get('text'), 'v');
     });
 
@@ -161,7 +177,10 @@ for (const RESP of [2, 3]) {
       assert.equal(await bf.create(), false);
       assert.deepEqual(await bf.addMany(['a', 'a']), [true, false]);
       assert.equal((await bf.info())['Number of items inserted'], 1);
-      assert.equal(await new BloomFilter(mapped, 'k', { capacity: 1000, errorRate: 0.01, shards: 2 }).contains('a'), true);
+      assert.equal(
+        await new BloomFilter(mapped, 'k', { capacity: 1000, errorRate: 0.01, shards: 2 }).contains('a'),
+        true,
+      );
     });
 
     test('a windowed filter forgets an item after its window', async () => {
@@ -186,10 +205,19 @@ for (const RESP of [2, 3]) {
     });
 
     test('items spread over the shards and answer in order', async () => {
-      const bf = new BloomFilter(r, 'seen', { capacity: 3000, errorRate: 0.001, shards: 4, batchSize: 50, pipelineSize: 3 });
+      const bf = new BloomFilter(r, 'seen', {
+        capacity: 3000,
+        errorRate: 0.001,
+        shards: 4,
+        batchSize: 50,
+        pipelineSize: 3,
+      });
       const items = Array.from({ length: 2000 }, (_, i) => `item:${i}`);
       assert.deepEqual(await bf.addMany(items.slice(0, 1000)), new Array(1000).fill(true));
-      assert.deepEqual(await bf.addMany(items.slice(500, 1500)), [...new Array(500).fill(false), ...new Array(500).fill(true)]);
+      assert.deepEqual(await bf.addMany(items.slice(500, 1500)), [
+        ...new Array(500).fill(false),
+        ...new Array(500).fill(true),
+      ]);
       const answers = await bf.containsMany(items);
       assert.deepEqual(answers.slice(0, 1500), new Array(1500).fill(true));
       assert.ok(answers.slice(1500).filter(Boolean).length <= 5);
@@ -197,7 +225,10 @@ for (const RESP of [2, 3]) {
       assert.equal(await bf.add('item:1999'), true);
       assert.equal(await bf.count(), 1501);
       const perShard = await Promise.all(bf.keys.map((key) => r.sendCommand(['BF.CARD', key])));
-      assert.ok(perShard.every((count) => count > 300 && count < 450), String(perShard));
+      assert.ok(
+        perShard.every((count) => count > 300 && count < 450),
+        String(perShard),
+      );
       const merged = await bf.info();
       assert.equal(merged.Shards, 4);
       assert.equal(merged.Capacity, 4 * shardCapacity(3000, 4));
@@ -226,10 +257,16 @@ for (const RESP of [2, 3]) {
         [{ shards: 3, errorRate: 0.01 }, /window 60, not null/],
       ]) {
         const mismatched = new BloomFilter(r, 'seen', { capacity: 1000, ...options });
-        await assert.rejects(mismatched.add('x'), (error) => error instanceof FilterMismatchError && message.test(error.message));
+        await assert.rejects(
+          mismatched.add('x'),
+          (error) => error instanceof FilterMismatchError && message.test(error.message),
+        );
         await assert.rejects(mismatched.containsMany(['x']), FilterMismatchError);
       }
-      await assert.rejects(new BloomFilter(r, 'seen', { capacity: 1000, errorRate: 0.01, shards: 4, window: 60 }).drop(), FilterMismatchError);
+      await assert.rejects(
+        new BloomFilter(r, 'seen', { capacity: 1000, errorRate: 0.01, shards: 4, window: 60 }).drop(),
+        FilterMismatchError,
+      );
       assert.equal(await first.count(), 5); // nothing was deleted
       // Deleted and made again by a process with another capacity: its own, this time.
       assert.equal(await bigger.drop(), 4);
@@ -253,18 +290,35 @@ for (const RESP of [2, 3]) {
     });
 
     test('a version 1 filter, which Node cannot place items in, is refused before anything is sent to its shards', async () => {
-      const v1 = '{"capacity": 1000, "error_rate": 0.01, "format": "redis-bf sharded filter", "shards": 2, "version": 1, "window": null}';
+      const v1 =
+        '{"capacity": 1000, "error_rate": 0.01, "format": "redis-bf sharded filter", "shards": 2, "version": 1, "window": null}';
       await r.set('old', v1);
       const bf = new BloomFilter(r, 'old', { capacity: 1000, errorRate: 0.01, shards: 2 });
-      for (const call of [() => bf.add('x'), () => bf.containsMany(['x']), () => bf.count(), () => bf.info(), () => bf.drop()]) {
-        await assert.rejects(call(), (error) => error instanceof FilterMismatchError && /version 1, which this client cannot read/.test(error.message));
+      for (const call of [
+        () => bf.add('x'),
+        () => bf.containsMany(['x']),
+        () => bf.count(),
+        () => bf.info(),
+        () => bf.drop(),
+      ]) {
+        await assert.rejects(
+          call(),
+          (error) =>
+            error instanceof FilterMismatchError && /version 1, which this client cannot read/.test(error.message),
+        );
       }
       assert.deepEqual(await r.keys('*'), ['old']);
       assert.equal(await r.get('old'), v1);
     });
 
     test('an error element in a later round trip, and a failing shard', async () => {
-      const bf = new BloomFilter(r, 'seen', { capacity: 1000, errorRate: 0.01, shards: 2, batchSize: 2, pipelineSize: 1 });
+      const bf = new BloomFilter(r, 'seen', {
+        capacity: 1000,
+        errorRate: 0.01,
+        shards: 2,
+        batchSize: 2,
+        pipelineSize: 1,
+      });
       const full = bf.keys[1];
       await r.sendCommand(['BF.RESERVE', full, '0.01', '5', 'NONSCALING']);
       const items = Array.from({ length: 60 }, (_, i) => `item:${i}`);
@@ -283,7 +337,10 @@ for (const RESP of [2, 3]) {
         assert.deepEqual([error.index, error.results], [first, new Array(first).fill(true)]);
         return true;
       });
-      await assert.rejects(four.create(), (error) => error instanceof KeyTypeError && /holds a string/.test(error.message));
+      await assert.rejects(
+        four.create(),
+        (error) => error instanceof KeyTypeError && /holds a string/.test(error.message),
+      );
     });
 
     for (const window of [null, 60]) {
@@ -293,7 +350,14 @@ for (const RESP of [2, 3]) {
         const windowed = window === null ? {} : { Window: window };
         const capacity = 4 * shardCapacity(1000, 4);
         assert.equal(await bf.contains('absent'), false); // a lookup writes the manifest
-        assert.deepEqual(await bf.info(), { Capacity: capacity, Size: 0, 'Number of filters': 0, 'Number of items inserted': 0, ...windowed, Shards: 4 });
+        assert.deepEqual(await bf.info(), {
+          Capacity: capacity,
+          Size: 0,
+          'Number of filters': 0,
+          'Number of items inserted': 0,
+          ...windowed,
+          Shards: 4,
+        });
         assert.equal(await bf.add('x'), true);
         const shard = await bloomInfo(r, bf.keyOf('x'));
         const partial = {
@@ -307,7 +371,10 @@ for (const RESP of [2, 3]) {
         };
         assert.deepEqual(await bf.info(), partial);
         // Another process, with another capacity: missing shards count with the stored one.
-        assert.deepEqual(await new BloomFilter(r, 't:seen', { capacity: 50_000, errorRate: 0.01, shards: 4, window }).info(), partial);
+        assert.deepEqual(
+          await new BloomFilter(r, 't:seen', { capacity: 50_000, errorRate: 0.01, shards: 4, window }).info(),
+          partial,
+        );
         assert.equal(await bf.create(), true);
         assert.equal(await bf.create(), false);
         assert.equal(await r.dbSize(), 5);
@@ -317,9 +384,11 @@ for (const RESP of [2, 3]) {
 }
 
 test('options are checked before any command', () => {
-  const client = { sendCommand() {
-    throw new Error('nothing is sent');
-  } }; // prettier-ignore
+  const client = {
+    sendCommand() {
+      throw new Error('nothing is sent');
+    },
+  };
   const bloom = (options) => new BloomFilter(client, 'k', options);
   for (const [options, error, message] of [
     [{ capacity: 0, errorRate: 0.01 }, RangeError, /capacity must be from 1/],
@@ -328,7 +397,11 @@ test('options are checked before any command', () => {
     [{ capacity: 10 }, TypeError, /errorRate must be a number/],
     [{ capacity: 10, errorRate: 0 }, RangeError, /strictly between 0 and 1/],
     [{ capacity: 10, errorRate: 1 }, RangeError, /strictly between 0 and 1/],
-    [{ capacity: 10, errorRate: 0.01, window: -5 }, RangeError, /^window must be from 1 to 315576000 seconds \(ten years\), or 0 or null for none, not -5$/],
+    [
+      { capacity: 10, errorRate: 0.01, window: -5 },
+      RangeError,
+      /^window must be from 1 to 315576000 seconds \(ten years\), or 0 or null for none, not -5$/,
+    ],
     [{ capacity: 10, errorRate: 0.01, window: 315_576_001 }, RangeError, /window must be from 1/],
     [{ capacity: 10, errorRate: 0.01, window: 1.5 }, RangeError, /window must be whole seconds/],
     [{ capacity: 10, errorRate: 0.01, window: '60' }, TypeError, /window must be a number of seconds/],
@@ -337,15 +410,40 @@ test('options are checked before any command', () => {
     [{ capacity: 10, errorRate: 0.01, shards: 1025 }, RangeError, /shards must be from 1 to 1024/],
     [{ capacity: 10, errorRate: 0.01, shards: '4' }, TypeError, /shards must be an integer/],
     [{ capacity: 10, errorRate: 0.01, batchSize: 0 }, RangeError, /batchSize must be an integer of at least 1/],
-    [{ capacity: 10, errorRate: 0.01, waitTimeout: 0 }, RangeError, /waitTimeout must be a positive number of milliseconds/],
-    [{ capacity: 10, errorRate: 0.01, waitForReplica: 1 }, TypeError, /BloomFilter has no option 'waitForReplica' \(it takes capacity, errorRate, window, layout, shards/],
+    [
+      { capacity: 10, errorRate: 0.01, waitTimeout: 0 },
+      RangeError,
+      /waitTimeout must be a positive number of milliseconds/,
+    ],
+    [
+      { capacity: 10, errorRate: 0.01, waitForReplica: 1 },
+      TypeError,
+      /BloomFilter has no option 'waitForReplica' \(it takes capacity, errorRate, window, layout, shards/,
+    ],
   ]) {
-    assert.throws(() => bloom(options), (thrown) => thrown instanceof error && message.test(thrown.message), JSON.stringify(options));
+    assert.throws(
+      () => bloom(options),
+      (thrown) => thrown instanceof error && message.test(thrown.message),
+      JSON.stringify(options),
+    );
   }
-  assert.throws(() => new BloomFilter(client, '{crawl}:seen', { capacity: 10, errorRate: 0.01, shards: 4 }), /cannot hold a hash tag/);
+  assert.throws(
+    () => new BloomFilter(client, '{crawl}:seen', { capacity: 10, errorRate: 0.01, shards: 4 }),
+    /cannot hold a hash tag/,
+  );
   assert.throws(() => new BloomFilter({}, 'k', { capacity: 10, errorRate: 0.01 }), /must be a node-redis client/);
   const windowed = bloom({ capacity: 10, errorRate: 0.01, window: 3600, layout: 'blocked' });
   assert.deepEqual(windowed.options.reserveArgs(), ['0.01', '10', 'WINDOW', '3600', 'LAYOUT', 'BLOCKED']);
-  assert.deepEqual(windowed.options.insertArgs(), ['CAPACITY', '10', 'ERROR', '0.01', 'WINDOW', '3600', 'LAYOUT', 'BLOCKED']);
-  for (const none of [0, null, undefined]) assert.equal(bloom({ capacity: 10, errorRate: 0.01, window: none }).options.window, null);
+  assert.deepEqual(windowed.options.insertArgs(), [
+    'CAPACITY',
+    '10',
+    'ERROR',
+    '0.01',
+    'WINDOW',
+    '3600',
+    'LAYOUT',
+    'BLOCKED',
+  ]);
+  for (const none of [0, null, undefined])
+    assert.equal(bloom({ capacity: 10, errorRate: 0.01, window: none }).options.window, null);
 });

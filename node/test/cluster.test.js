@@ -41,13 +41,15 @@ async function direct(node, body) {
 async function shardsPerMaster(keys) {
   const counts = [];
   for (const master of await cluster.masters()) {
-    counts.push(await direct(master, async (node) => {
-      let held = 0;
-      for (const key of keys) {
-        if ((await cluster.masterOfSlot(keySlot(key))) === master) held += await node.exists(key);
-      }
-      return held;
-    }));
+    counts.push(
+      await direct(master, async (node) => {
+        let held = 0;
+        for (const key of keys) {
+          if ((await cluster.masterOfSlot(keySlot(key))) === master) held += await node.exists(key);
+        }
+        return held;
+      }),
+    );
   }
   return counts;
 }
@@ -123,7 +125,13 @@ test('one key through the cluster client, on the primary of its slot (RESP3)', a
     assert.equal((await bf.info()).Window, 3600);
     const owner = await cluster.masterOfSlot(keySlot('single'));
     assert.equal(await direct(owner, (node) => node.sendCommand(['BF.CARD', 'single'])), 1000);
-    const waiting = new BloomFilter(resp3, 'single', { capacity: 10_000, errorRate: 0.001, window: 3600, waitForReplicas: 1, waitTimeout: 5000 });
+    const waiting = new BloomFilter(resp3, 'single', {
+      capacity: 10_000,
+      errorRate: 0.001,
+      window: 3600,
+      waitForReplicas: 1,
+      waitTimeout: 5000,
+    });
     assert.deepEqual(await waiting.addMany(['item:0', 'new']), [false, true]);
     assert.equal(await waiting.count(), 1001);
     assert.equal(await waiting.drop(), 1);
@@ -148,14 +156,24 @@ test("a cuckoo filter sharded over the cluster deletes on each item's shard", as
   for (const item of gone) expected[cf.keyOf(item)] += 1;
   for (const key of cf.keys) {
     const owner = await cluster.masterOfSlot(keySlot(key));
-    assert.equal((await direct(owner, (node) => cuckooInfoOf(node, key)))['Number of items deleted'], expected[key], key);
+    assert.equal(
+      (await direct(owner, (node) => cuckooInfoOf(node, key)))['Number of items deleted'],
+      expected[key],
+      key,
+    );
   }
   assert.deepEqual(await shardsPerMaster(cf.keys), [4, 4, 4]);
   assert.equal((await cf.info())['Number of items deleted'], gone.length);
   // A delete that deletes nothing waits for what its node wrote before it.
   const owner = await cluster.masterOfSlot(keySlot(cf.keyOf(kept[0])));
   const [replica] = await cluster.replicasOf(owner);
-  const waiting = new CuckooFilter(client, 'cf', { capacity: 100_000, errorRate: 0.001, shards: 12, waitForReplicas: 1, waitTimeout: 200 });
+  const waiting = new CuckooFilter(client, 'cf', {
+    capacity: 100_000,
+    errorRate: 0.001,
+    shards: 12,
+    waitForReplicas: 1,
+    waitTimeout: 200,
+  });
   await eventually(() => waiting.addUnique(kept[0]), NotReplicatedError);
   await frozen(replica, async () => {
     assert.equal(await cf.delete(kept[0]), true); // another client's write, held back
@@ -165,7 +183,13 @@ test("a cuckoo filter sharded over the cluster deletes on each item's shard", as
       return true;
     });
   });
-  const patient = new CuckooFilter(client, 'cf', { capacity: 100_000, errorRate: 0.001, shards: 12, waitForReplicas: 1, waitTimeout: 5000 });
+  const patient = new CuckooFilter(client, 'cf', {
+    capacity: 100_000,
+    errorRate: 0.001,
+    shards: 12,
+    waitForReplicas: 1,
+    waitTimeout: 5000,
+  });
   const three = kept.slice(1, 4);
   assert.deepEqual(await patient.deleteMany(three), [true, true, true]);
   assert.deepEqual(await patient.containsMany(three), [false, false, false]);
@@ -177,18 +201,31 @@ test("a cuckoo filter sharded over the cluster deletes on each item's shard", as
 test('an add that finds the item waits on its own node for the write that put it there', async () => {
   const resp3 = await cluster.client({ RESP: 3 });
   try {
-    for (const [key, shards] of [['single', null], ['sharded', 6]]) {
+    for (const [key, shards] of [
+      ['single', null],
+      ['sharded', 6],
+    ]) {
       const other = new BloomFilter(client, key, { capacity: 1000, errorRate: 0.01, shards });
-      const mine = new BloomFilter(resp3, key, { capacity: 1000, errorRate: 0.01, shards, waitForReplicas: 1, waitTimeout: 200 });
+      const mine = new BloomFilter(resp3, key, {
+        capacity: 1000,
+        errorRate: 0.01,
+        shards,
+        waitForReplicas: 1,
+        waitTimeout: 200,
+      });
       await eventually(() => mine.add('before'), NotReplicatedError);
       const owner = await cluster.masterOfSlot(keySlot(mine.keyOf('x')));
       const [replica] = await cluster.replicasOf(owner);
       // An item on another primary (sharded), or on the same key.
       let elsewhere = 'y0';
-      for (let i = 0; shards !== null && (await cluster.masterOfSlot(keySlot(mine.keyOf(elsewhere)))) === owner; i++) elsewhere = `y${i}`;
+      for (let i = 0; shards !== null && (await cluster.masterOfSlot(keySlot(mine.keyOf(elsewhere)))) === owner; i++)
+        elsewhere = `y${i}`;
       await frozen(replica, async () => {
         assert.equal(await other.add('x'), true);
-        for (const [call, results] of [[() => mine.add('x'), [false]], [() => mine.addMany(['x', elsewhere]), [false, true]]]) {
+        for (const [call, results] of [
+          [() => mine.add('x'), [false]],
+          [() => mine.addMany(['x', elsewhere]), [false, true]],
+        ]) {
           await assert.rejects(call(), (error) => {
             assert.ok(error instanceof NotReplicatedError, String(error));
             assert.deepEqual(error.results, results);
@@ -203,7 +240,13 @@ test('an add that finds the item waits on its own node for the write that put it
           });
         }
       });
-      const patient = new BloomFilter(client, key, { capacity: 1000, errorRate: 0.01, shards, waitForReplicas: 1, waitTimeout: 10_000 });
+      const patient = new BloomFilter(client, key, {
+        capacity: 1000,
+        errorRate: 0.01,
+        shards,
+        waitForReplicas: 1,
+        waitTimeout: 10_000,
+      });
       assert.deepEqual(await patient.addMany(['x', elsewhere, 'z']), [false, false, true]);
       await patient.drop();
     }
@@ -214,7 +257,13 @@ test('an add that finds the item waits on its own node for the write that put it
 
 // Last: it kills a primary, and the cluster stays with one primary that has no replica.
 test('adds acknowledged and replicated survive a killed primary', async () => {
-  const bf = new BloomFilter(client, 'stream', { capacity: 200_000, errorRate: 0.001, shards: 6, waitForReplicas: 1, waitTimeout: 2000 });
+  const bf = new BloomFilter(client, 'stream', {
+    capacity: 200_000,
+    errorRate: 0.001,
+    shards: 6,
+    waitForReplicas: 1,
+    waitTimeout: 2000,
+  });
   const victim = (await cluster.masters())[1];
   let failedOver = false;
   let killer = null;

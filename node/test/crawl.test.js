@@ -21,7 +21,10 @@ const PAGES = 240;
 const server = new RedisServer('crawlee');
 const plain = new RedisServer('crawlee-no-module', { module: false });
 before(async () => {
-  assert.ok(existsSync(path.join(EXAMPLE, 'node_modules/@crawlee/cheerio')), `run npm ci in ${EXAMPLE} first (scripts/node-tests.sh does)`);
+  assert.ok(
+    existsSync(path.join(EXAMPLE, 'node_modules/@crawlee/cheerio')),
+    `run npm ci in ${EXAMPLE} first (scripts/node-tests.sh does)`,
+  );
   await Promise.all([server.start(), plain.start()]);
 });
 after(() => Promise.all([server.stop(), plain.stop()]));
@@ -42,13 +45,17 @@ function run(script, args) {
 test('two crawler processes sharing one filter fetch every page once', async () => {
   const site = await startSite({ pages: PAGES });
   try {
-    const crawl = (name, start) => run('crawl.mjs', ['--site', site.url, '--start', start, '--redis', server.url, '--name', name]);
+    const crawl = (name, start) =>
+      run('crawl.mjs', ['--site', site.url, '--start', start, '--redis', server.url, '--name', name]);
     const [a, b] = await Promise.all([crawl('crawler A', '/p/0'), crawl('crawler B', '/p/120')]);
     for (const done of [a, b]) assert.equal(done.code, 0, done.stderr);
     // The site's fetch log: each page once.
     assert.deepEqual(site.fetched(), new Map(site.paths.map((page) => [page, 1])));
     const fetched = [a, b].map((done) => {
-      const match = /^crawler [AB]: (\d+) pages fetched, 0 failed; ([\d,]+) links checked, (\d+) new \(taken by this crawler\); start \/p\/\d+ taken\n$/.exec(done.stdout);
+      const match =
+        /^crawler [AB]: (\d+) pages fetched, 0 failed; ([\d,]+) links checked, (\d+) new \(taken by this crawler\); start \/p\/\d+ taken\n$/.exec(
+          done.stdout,
+        );
       assert.ok(match, done.stdout);
       assert.equal(Number(match[2].replace(/,/g, '')), Number(match[1]) * 24); // every link of every page checked
       assert.equal(Number(match[3]), Number(match[1]) - 1); // all but its start were links it took
@@ -59,7 +66,9 @@ test('two crawler processes sharing one filter fetch every page once', async () 
     // One round trip per page: its links in one BF.INSERT; and one per process for its start.
     const client = await server.client();
     try {
-      const calls = Object.fromEntries(Object.entries(await commandstats(client)).filter(([name]) => name.startsWith('bf.')));
+      const calls = Object.fromEntries(
+        Object.entries(await commandstats(client)).filter(([name]) => name.startsWith('bf.')),
+      );
       assert.deepEqual(calls, { 'bf.insert': PAGES + 2 });
       const info = (await client.sendCommand(['BF.INFO', 'crawl:crawlee:seen', 'ITEMS']))[0];
       assert.equal(info, PAGES); // the pages, and nothing else, are in the filter
@@ -75,8 +84,14 @@ test('the demo runs as its README says', async () => {
   const done = await run('demo.mjs', ['--redis', server.url, '--pages', '120']);
   assert.equal(done.code, 0, done.stderr);
   const lines = done.stdout.split('\n');
-  assert.match(lines[0], /^crawler A: \d+ pages fetched, 0 failed; [\d,]+ links checked, \d+ new \(taken by this crawler\); start \/p\/0 taken$/);
-  assert.match(lines[1], /^crawler B: \d+ pages fetched, 0 failed; [\d,]+ links checked, \d+ new \(taken by this crawler\); start \/p\/60 taken$/);
+  assert.match(
+    lines[0],
+    /^crawler A: \d+ pages fetched, 0 failed; [\d,]+ links checked, \d+ new \(taken by this crawler\); start \/p\/0 taken$/,
+  );
+  assert.match(
+    lines[1],
+    /^crawler B: \d+ pages fetched, 0 failed; [\d,]+ links checked, \d+ new \(taken by this crawler\); start \/p\/60 taken$/,
+  );
   assert.equal(lines[2], '120 pages on the site: 120 fetched, 0 of them more than once, 0 never');
   const client = await server.client();
   try {

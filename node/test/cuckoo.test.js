@@ -83,7 +83,10 @@ for (const RESP of [2, 3]) {
       const cf = new CuckooFilter(r, 'none', { capacity: 1000 });
       assert.equal(await cf.delete('x'), false);
       assert.deepEqual(await cf.deleteMany(['x', 'y']), [false, false]);
-      assert.deepEqual([await cf.contains('x'), await cf.containsMany(['x']), await cf.count(), await cf.count('x')], [false, [false], 0, 0]);
+      assert.deepEqual(
+        [await cf.contains('x'), await cf.containsMany(['x']), await cf.count(), await cf.count('x')],
+        [false, [false], 0, 0],
+      );
       assert.equal(await r.exists('none'), 0);
       await assert.rejects(cf.info(), { message: 'ERR not found' });
     });
@@ -91,30 +94,57 @@ for (const RESP of [2, 3]) {
     test('every write creates a missing key as asked', async () => {
       await serversDefaultsChanged(r);
       const cf = new CuckooFilter(r, 'seen', { capacity: 1000, errorRate: 0.001 });
-      const bounded = 'bktsize:4 buckets:256 items:1 deletes:0 filters:1 max_iterations:500 expansion:2 error:0.001 bits:16';
-      for (const write of [() => cf.add('x'), () => cf.addUnique('x'), () => cf.addMany(['x']), () => cf.addMany(['x'], { unique: true })]) {
+      const bounded =
+        'bktsize:4 buckets:256 items:1 deletes:0 filters:1 max_iterations:500 expansion:2 error:0.001 bits:16';
+      for (const write of [
+        () => cf.add('x'),
+        () => cf.addUnique('x'),
+        () => cf.addMany(['x']),
+        () => cf.addMany(['x'], { unique: true }),
+      ]) {
         await r.del('seen'); // a flush, an eviction, another process's delete
         await write();
         assert.equal(await cuckooDebug(r, 'seen'), bounded);
         assert.equal((await cuckooInfoOf(r, 'seen'))['Error rate'], 0.001);
       }
       const calls = await commandstats(r);
-      assert.deepEqual([calls['cf.insert'], calls['cf.insertnx'], calls['cf.reserve'], calls['cf.add']], [2, 2, undefined, undefined]);
+      assert.deepEqual(
+        [calls['cf.insert'], calls['cf.insertnx'], calls['cf.reserve'], calls['cf.add']],
+        [2, 2, undefined, undefined],
+      );
       // RedisBloom's kind: a CF.RESERVE that spells the parameters out, then NOCREATE inserts.
-      const plain = new CuckooFilter(r, 'plain', { capacity: 1000, errorRate: null, bucketSize: 3, maxIterations: 7, expansion: 3 });
-      assert.equal(inspect(plain), "CuckooFilter { key: 'plain', capacity: 1000, errorRate: null, bucketSize: 3, maxIterations: 7, expansion: 4 }");
+      const plain = new CuckooFilter(r, 'plain', {
+        capacity: 1000,
+        errorRate: null,
+        bucketSize: 3,
+        maxIterations: 7,
+        expansion: 3,
+      });
+      assert.equal(
+        inspect(plain),
+        "CuckooFilter { key: 'plain', capacity: 1000, errorRate: null, bucketSize: 3, maxIterations: 7, expansion: 4 }",
+      );
       for (const write of [() => plain.add('x'), () => plain.addMany(['x', 'y'], { unique: true })]) {
         await r.del('plain');
         await write();
         const shape = await cuckooDebug(r, 'plain');
-        assert.ok(shape.startsWith('bktsize:3 buckets:512 items:') && shape.endsWith(' max_iterations:7 expansion:4'), shape);
+        assert.ok(
+          shape.startsWith('bktsize:3 buckets:512 items:') && shape.endsWith(' max_iterations:7 expansion:4'),
+          shape,
+        );
       }
       const defaults = new CuckooFilter(r, 'defaults', { capacity: 1000, errorRate: null });
       assert.equal(await defaults.add('x'), true);
-      assert.equal(await cuckooDebug(r, 'defaults'), 'bktsize:2 buckets:512 items:1 deletes:0 filters:1 max_iterations:20 expansion:1');
+      assert.equal(
+        await cuckooDebug(r, 'defaults'),
+        'bktsize:2 buckets:512 items:1 deletes:0 filters:1 max_iterations:20 expansion:1',
+      );
       const grown = new CuckooFilter(r, 'grown', { capacity: 1000, maxIterations: 50, expansion: 4 });
       assert.deepEqual(await grown.addMany(['x']), [true]);
-      assert.equal(await cuckooDebug(r, 'grown'), 'bktsize:4 buckets:256 items:1 deletes:0 filters:1 max_iterations:50 expansion:4 error:0.01 bits:12');
+      assert.equal(
+        await cuckooDebug(r, 'grown'),
+        'bktsize:4 buckets:256 items:1 deletes:0 filters:1 max_iterations:50 expansion:4 error:0.01 bits:12',
+      );
       // An existing filter is used as it is.
       assert.equal(await new CuckooFilter(r, 'grown', { capacity: 50_000, errorRate: 0.001 }).addUnique('y'), true);
       assert.ok((await cuckooDebug(r, 'grown')).startsWith('bktsize:4 buckets:256 items:2 '));
@@ -142,19 +172,43 @@ for (const RESP of [2, 3]) {
     test('a key of another type throws', async () => {
       await r.set('text', 'v');
       const cf = new CuckooFilter(r, 'text', { capacity: 1000 });
-      for (const call of [() => cf.add('x'), () => cf.addUnique('x'), () => cf.contains('x'), () => cf.delete('x'), () => cf.count('x'), () => cf.count(), () => cf.info()]) {
+      for (const call of [
+        () => cf.add('x'),
+        () => cf.addUnique('x'),
+        () => cf.contains('x'),
+        () => cf.delete('x'),
+        () => cf.count('x'),
+        () => cf.count(),
+        () => cf.info(),
+      ]) {
         await assert.rejects(call(), /WRONGTYPE/);
       }
-      for (const batch of [(items) => cf.addMany(items), (items) => cf.containsMany(items), (items) => cf.deleteMany(items)]) {
-        await assert.rejects(batch(['x', 'y']), (error) => error instanceof BloomFilterError && error.index === 0 && error.results.length === 0);
+      for (const batch of [
+        (items) => cf.addMany(items),
+        (items) => cf.containsMany(items),
+        (items) => cf.deleteMany(items),
+      ]) {
+        await assert.rejects(
+          batch(['x', 'y']),
+          (error) => error instanceof BloomFilterError && error.index === 0 && error.results.length === 0,
+        );
       }
-      await assert.rejects(new CuckooFilter(r, 'text', { capacity: 1000, errorRate: null }).add('x'), (error) => error instanceof BloomFilterError && /WRONGTYPE/.test(error.message));
+      await assert.rejects(
+        new CuckooFilter(r, 'text', { capacity: 1000, errorRate: null }).add('x'),
+        (error) => error instanceof BloomFilterError && /WRONGTYPE/.test(error.message),
+      );
       assert.equal(await r.get('text'), 'v');
     });
 
     test('an item that finds no room throws FilterFullError', async () => {
       // RedisBloom's kind that cannot grow: 8 slots, 1 eviction, expansion 0.
-      const cf = new CuckooFilter(r, 'full', { capacity: 8, errorRate: null, maxIterations: 1, expansion: 0, batchSize: 100 });
+      const cf = new CuckooFilter(r, 'full', {
+        capacity: 8,
+        errorRate: null,
+        maxIterations: 1,
+        expansion: 0,
+        batchSize: 100,
+      });
       const items = range(40);
       const raised = await cf.addMany(items).catch((error) => error);
       assert.ok(raised instanceof FilterFullError && raised instanceof BloomFilterError);
@@ -162,13 +216,21 @@ for (const RESP of [2, 3]) {
       assert.deepEqual(raised.results, new Array(raised.index).fill(true));
       assert.ok(raised.message.startsWith('the cuckoo filter has no room for the item'));
       assert.ok((await cf.count()) <= 8);
-      await assert.rejects((async () => { for (const item of items) await cf.add(`more:${item}`); })(), FilterFullError); // prettier-ignore
+      await assert.rejects(
+        (async () => {
+          for (const item of items) await cf.add(`more:${item}`);
+        })(),
+        FilterFullError,
+      );
       assert.equal(await cf.delete(items[0]), true); // deleting makes room
       assert.equal(await cf.addUnique(items[0]), true);
       // The same item again and again: its two buckets of four hold eight copies, then no more.
       const bounded = new CuckooFilter(r, 'copies', { capacity: 1000 });
       assert.deepEqual(await bounded.addMany(new Array(8).fill('same')), new Array(8).fill(true));
-      await assert.rejects(bounded.addMany(['other', 'same']), (error) => error instanceof FilterFullError && error.index === 1 && error.results[0] === true);
+      await assert.rejects(
+        bounded.addMany(['other', 'same']),
+        (error) => error instanceof FilterFullError && error.index === 1 && error.results[0] === true,
+      );
       await assert.rejects(bounded.add('same'), FilterFullError);
       assert.equal(await bounded.addUnique('same'), false);
       assert.equal(await bounded.count('same'), 8);
@@ -176,19 +238,31 @@ for (const RESP of [2, 3]) {
 
     test('info', async () => {
       const cf = new CuckooFilter(r, 'k', { capacity: 1000 });
-      await cf.addMany(Array.from({ length: 5000 }, (_, i) => i), { unique: true });
+      await cf.addMany(
+        Array.from({ length: 5000 }, (_, i) => i),
+        { unique: true },
+      );
       const got = await cf.info();
       assert.deepEqual(got, await cuckooInfoOf(r, 'k'));
       assert.equal(got['Number of filters'], 3);
-      assert.deepEqual([got['Bucket size'], got['Expansion rate'], got['Max iterations'], got['Error rate']], [4, 2, 500, 0.01]);
+      assert.deepEqual(
+        [got['Bucket size'], got['Expansion rate'], got['Max iterations'], got['Error rate']],
+        [4, 2, 500, 0.01],
+      );
       assert.ok(got['Number of items inserted'] >= 5000 * 0.99);
       const plain = new CuckooFilter(r, 'plain', { capacity: 1000, errorRate: null });
       await plain.add('x');
       assert.equal('Error rate' in (await plain.info()), false);
     });
 
-    test("sharded deletes reach the shard that holds the item", async () => {
-      const cf = new CuckooFilter(r, 'seen', { capacity: 4000, errorRate: 0.001, shards: 4, batchSize: 50, pipelineSize: 3 });
+    test('sharded deletes reach the shard that holds the item', async () => {
+      const cf = new CuckooFilter(r, 'seen', {
+        capacity: 4000,
+        errorRate: 0.001,
+        shards: 4,
+        batchSize: 50,
+        pipelineSize: 3,
+      });
       const items = range(2000);
       const answers = await cf.addMany(items, { unique: true });
       assert.ok(answers.filter(Boolean).length >= 1990);
@@ -206,7 +280,10 @@ for (const RESP of [2, 3]) {
       assert.equal(await cf.add('café'), true);
       assert.equal(await cf.delete(Buffer.from('caf\xc3\xa9', 'latin1')), true);
       const merged = await cf.info();
-      assert.deepEqual([merged.Shards, merged['Number of items inserted'], merged['Number of items deleted']], [4, kept.length, gone.length + 1]);
+      assert.deepEqual(
+        [merged.Shards, merged['Number of items inserted'], merged['Number of items deleted']],
+        [4, kept.length, gone.length + 1],
+      );
       const again = new CuckooFilter(r, 'seen', { capacity: 50_000, errorRate: 0.001, shards: 4 });
       assert.deepEqual(await again.containsMany(kept.slice(0, 10)), new Array(10).fill(true));
       assert.equal(shardCapacity(4000, 4), 1110);
@@ -217,16 +294,25 @@ for (const RESP of [2, 3]) {
 
     test('a sharded filter of the other kind or parameters is refused', async () => {
       assert.equal(await new BloomFilter(r, 'bloom', { capacity: 1000, errorRate: 0.01, shards: 3 }).add('x'), true);
-      await assert.rejects(new CuckooFilter(r, 'bloom', { capacity: 1000, shards: 3 }).add('x'), (error) => error instanceof FilterMismatchError && /is a Bloom filter, not a cuckoo filter/.test(error.message));
+      await assert.rejects(
+        new CuckooFilter(r, 'bloom', { capacity: 1000, shards: 3 }).add('x'),
+        (error) => error instanceof FilterMismatchError && /is a Bloom filter, not a cuckoo filter/.test(error.message),
+      );
       assert.equal(await new CuckooFilter(r, 'cuckoo', { capacity: 1000, shards: 3 }).add('x'), true);
-      await assert.rejects(new BloomFilter(r, 'cuckoo', { capacity: 1000, errorRate: 0.01, shards: 3 }).contains('x'), /is a cuckoo filter, not a Bloom filter/);
+      await assert.rejects(
+        new BloomFilter(r, 'cuckoo', { capacity: 1000, errorRate: 0.01, shards: 3 }).contains('x'),
+        /is a cuckoo filter, not a Bloom filter/,
+      );
       for (const [options, message] of [
         [{ shards: 4 }, /has shards 3, not 4/],
         [{ shards: 3, errorRate: 0.001 }, /error_rate 0.01, not 0.001/],
         [{ shards: 3, errorRate: null }, /error_rate 0.01, not null/],
         [{ shards: 3, expansion: 4 }, /expansion 2, not 4/],
       ]) {
-        await assert.rejects(new CuckooFilter(r, 'cuckoo', { capacity: 1000, ...options }).delete('x'), (error) => error instanceof FilterMismatchError && message.test(error.message));
+        await assert.rejects(
+          new CuckooFilter(r, 'cuckoo', { capacity: 1000, ...options }).delete('x'),
+          (error) => error instanceof FilterMismatchError && message.test(error.message),
+        );
       }
       assert.equal(await new CuckooFilter(r, 'cuckoo', { capacity: 50_000, shards: 3 }).delete('x'), true);
     });
@@ -281,7 +367,12 @@ test('a bounded filter on RedisBloom says to use errorRate: null', async () => {
       "CuckooFilter(client, key, { capacity, errorRate: null }) for RedisBloom's kind (its false-positive " +
       'rate grows with each sub-filter), or a server with redis-bf for a bounded one';
     const live = new CuckooFilter(fake, 'sessions:live', { capacity: 1000 });
-    for (const call of [() => live.add('s:42'), () => live.addUnique('s:42'), () => live.addMany(['s:1', 's:2']), () => live.addMany(['s:1'], { unique: true })]) {
+    for (const call of [
+      () => live.add('s:42'),
+      () => live.addUnique('s:42'),
+      () => live.addMany(['s:1', 's:2']),
+      () => live.addMany(['s:1'], { unique: true }),
+    ]) {
       await assert.rejects(call(), (error) => {
         assert.ok(error instanceof ErrorRateUnsupportedError);
         assert.equal(error.message, expected);
@@ -299,9 +390,11 @@ test('a bounded filter on RedisBloom says to use errorRate: null', async () => {
 });
 
 test('cuckoo options are checked before any command', () => {
-  const client = { sendCommand() {
-    throw new Error('nothing is sent');
-  } }; // prettier-ignore
+  const client = {
+    sendCommand() {
+      throw new Error('nothing is sent');
+    },
+  };
   for (const [options, error, message] of [
     [{ capacity: 0 }, RangeError, /capacity must be from 8 to/],
     [{ capacity: 7 }, RangeError, /capacity must be from 8 to/],
@@ -317,9 +410,21 @@ test('cuckoo options are checked before any command', () => {
     [{ capacity: 100, expansion: 32769 }, RangeError, /expansion must be from 0 to 32768/],
     [{ capacity: 100, window: 60 }, TypeError, /CuckooFilter has no option 'window'/],
   ]) {
-    assert.throws(() => new CuckooFilter(client, 'k', options), (thrown) => thrown instanceof error && message.test(thrown.message), JSON.stringify(options));
+    assert.throws(
+      () => new CuckooFilter(client, 'k', options),
+      (thrown) => thrown instanceof error && message.test(thrown.message),
+      JSON.stringify(options),
+    );
   }
-  assert.deepEqual(new CuckooOptions({ capacity: 100 }).reserveArgs(), ['100', 'MAXITERATIONS', '500', 'EXPANSION', '2', 'ERROR', '0.01']);
+  assert.deepEqual(new CuckooOptions({ capacity: 100 }).reserveArgs(), [
+    '100',
+    'MAXITERATIONS',
+    '500',
+    'EXPANSION',
+    '2',
+    'ERROR',
+    '0.01',
+  ]);
   assert.deepEqual(new CuckooOptions({ capacity: 100 }).insertArgs(), ['CAPACITY', '100', 'ERROR', '0.01']);
   const plain = new CuckooOptions({ capacity: 100, errorRate: null, expansion: 0 });
   assert.deepEqual(plain.reserveArgs(), ['100', 'BUCKETSIZE', '2', 'MAXITERATIONS', '20', 'EXPANSION', '0']);

@@ -74,7 +74,10 @@ test('another error is left as it is', async () => {
   const r = await plain.client();
   try {
     await r.set('text', 'v');
-    await assert.rejects(new BloomFilter(r, 'text', { capacity: 10, errorRate: 0.1, shards: 2 }).add('x'), (error) => !(error instanceof ModuleMissingError));
+    await assert.rejects(
+      new BloomFilter(r, 'text', { capacity: 10, errorRate: 0.1, shards: 2 }).add('x'),
+      (error) => !(error instanceof ModuleMissingError),
+    );
   } finally {
     await r.flushAll();
     await r.close();

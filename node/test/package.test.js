@@ -51,8 +51,25 @@ test('only lib/runner.js talks to Redis; the rooms import only each other and no
     const imports = [...text.matchAll(/^(?:import|export) [^;]*? from '([^']+)';/gms)].map((match) => match[1]);
     for (const name of imports) assert.ok(name.startsWith('./') || name === 'node:crypto', `${file} imports ${name}`);
     if (file !== 'runner.js') {
-      for (const io of ['sendCommand', '.execute(', 'nodeClient', '.connect(']) assert.ok(!text.includes(io), `${file} uses ${io}`);
+      for (const io of ['sendCommand', '.execute(', 'nodeClient', '.connect('])
+        assert.ok(!text.includes(io), `${file} uses ${io}`);
     }
+  }
+});
+
+test('the code is formatted as prettier formats it (npm run format)', async () => {
+  const prettier = path.join(NODE_DIR, 'node_modules/prettier/bin/prettier.cjs');
+  const files = [
+    'lib',
+    'test',
+    ...readdirSync(path.join(ROOT, 'examples/crawlee_crawl'))
+      .filter((name) => name.endsWith('.mjs'))
+      .map((name) => `../examples/crawlee_crawl/${name}`),
+  ];
+  try {
+    await run(process.execPath, [prettier, '--config', '.prettierrc.json', '--check', ...files], { cwd: NODE_DIR });
+  } catch (error) {
+    assert.fail(`prettier --check:\n${error.stdout}${error.stderr}`);
   }
 });
 
@@ -61,12 +78,16 @@ test("the package.json is a publishable package's", () => {
   assert.equal(PACKAGE.version, '0.1.0');
   assert.equal(PACKAGE.license, 'BSD-3-Clause');
   assert.equal(PACKAGE.type, 'module');
-  assert.deepEqual(PACKAGE.exports, { '.': { types: './lib/index.d.ts', default: './lib/index.js' }, './package.json': './package.json' });
+  assert.deepEqual(PACKAGE.exports, {
+    '.': { types: './lib/index.d.ts', default: './lib/index.js' },
+    './package.json': './package.json',
+  });
   assert.deepEqual(PACKAGE.engines, { node: '>=20' });
   assert.deepEqual(PACKAGE.files, ['lib/']);
   assert.deepEqual(PACKAGE.peerDependencies, { redis: '^6.0.0' });
   assert.equal(PACKAGE.dependencies, undefined);
-  for (const script of ['preinstall', 'install', 'postinstall', 'prepare', 'prepack', 'postpack']) assert.equal(PACKAGE.scripts?.[script], undefined, script);
+  for (const script of ['preinstall', 'install', 'postinstall', 'prepare', 'prepack', 'postpack'])
+    assert.equal(PACKAGE.scripts?.[script], undefined, script);
   for (const field of ['repository', 'homepage', 'bugs', 'funding']) assert.equal(PACKAGE[field], undefined, field); // no public address yet
   assert.equal(readFileSync(path.join(NODE_DIR, 'LICENSE'), 'utf8'), readFileSync(path.join(ROOT, 'LICENSE'), 'utf8'));
 });
@@ -76,11 +97,15 @@ test("npm pack's tarball holds the files a user needs, and installs into an empt
   // the package's files in one), the second in a project of one's own.
   const readme = readFileSync(path.join(NODE_DIR, 'README.md'), 'utf8');
   const [block] = /<!-- install -->\n```sh\n(.*?)```/s.exec(readme).slice(1);
-  const lines = block.trim().split('\n').map((line) => line.split('#')[0].trim());
+  const lines = block
+    .trim()
+    .split('\n')
+    .map((line) => line.split('#')[0].trim());
   assert.deepEqual(lines, ['(cd node && npm pack)', 'npm install ./node/redis-bf-0.1.0.tgz']);
   const checkout = path.join(scratch, 'checkout');
   mkdirSync(path.join(checkout, 'node'), { recursive: true });
-  for (const name of ['package.json', 'README.md', 'LICENSE', 'lib']) cpSync(path.join(NODE_DIR, name), path.join(checkout, 'node', name), { recursive: true });
+  for (const name of ['package.json', 'README.md', 'LICENSE', 'lib'])
+    cpSync(path.join(NODE_DIR, name), path.join(checkout, 'node', name), { recursive: true });
   await run('sh', ['-c', lines[0]], { cwd: checkout });
   const filename = 'redis-bf-0.1.0.tgz';
   const listed = await run('tar', ['tzf', path.join(checkout, 'node', filename)]);
@@ -90,15 +115,27 @@ test("npm pack's tarball holds the files a user needs, and installs into an empt
   // An empty project of one's own, beside the checkout: the registry only for node-redis.
   const project = path.join(scratch, 'project');
   mkdirSync(project);
-  writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'mine', version: '1.0.0', private: true, type: 'module' }));
+  writeFileSync(
+    path.join(project, 'package.json'),
+    JSON.stringify({ name: 'mine', version: '1.0.0', private: true, type: 'module' }),
+  );
   const tarball = path.join(checkout, 'node', filename);
-  await run('sh', ['-c', `${lines[1].replace('./node/redis-bf-0.1.0.tgz', tarball)} --no-audit --no-fund --loglevel=error`], { cwd: project });
+  await run(
+    'sh',
+    ['-c', `${lines[1].replace('./node/redis-bf-0.1.0.tgz', tarball)} --no-audit --no-fund --loglevel=error`],
+    { cwd: project },
+  );
   const installed = JSON.parse(readFileSync(path.join(project, 'package.json'), 'utf8'));
   assert.deepEqual(Object.keys(installed.dependencies), ['redis-bf']);
   const lock = JSON.parse(readFileSync(path.join(project, 'package-lock.json'), 'utf8'));
   assert.match(lock.packages['node_modules/redis'].version, /^6\./); // the peer, from the registry
   assert.equal(lock.packages['node_modules/redis'].peer, true);
-  assert.deepEqual(readdirSync(path.join(project, 'node_modules/redis-bf')).sort(), ['LICENSE', 'README.md', 'lib', 'package.json']);
+  assert.deepEqual(readdirSync(path.join(project, 'node_modules/redis-bf')).sort(), [
+    'LICENSE',
+    'README.md',
+    'lib',
+    'package.json',
+  ]);
   writeFileSync(
     path.join(project, 'use.mjs'),
     `import { createClient } from 'redis';

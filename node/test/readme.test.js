@@ -21,7 +21,9 @@ const README = readFileSync(path.join(NODE_DIR, 'README.md'), 'utf8');
 const SCRATCH = path.join(NODE_DIR, 'test', `.readme-${process.pid}`);
 
 function examples(kind, text = README) {
-  return [...text.matchAll(new RegExp(`<!-- example: ${kind} -->\\n\`\`\`js\\n(.*?)\`\`\``, 'gs'))].map((match) => match[1]);
+  return [...text.matchAll(new RegExp(`<!-- example: ${kind} -->\\n\`\`\`js\\n(.*?)\`\`\``, 'gs'))].map(
+    (match) => match[1],
+  );
 }
 
 /** What the block's comments say its console.log lines print. */
@@ -31,7 +33,13 @@ function printed(code) {
   lines.forEach((line, number) => {
     if (!line.trimStart().startsWith('console.log(')) return;
     const comment = line.indexOf(' // ');
-    if (comment >= 0) said.push(line.slice(comment + 4).trim().split(/: | \(/)[0]);
+    if (comment >= 0)
+      said.push(
+        line
+          .slice(comment + 4)
+          .trim()
+          .split(/: | \(/)[0],
+      );
     else if (lines[number + 1]?.startsWith('// ')) said.push(lines[number + 1].slice(3).trim());
   });
   return said;
@@ -41,7 +49,11 @@ function run(code, name, env = {}) {
   const file = path.join(SCRATCH, `${name}.mjs`);
   writeFileSync(file, code);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [file], { cwd: SCRATCH, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [file], {
+      cwd: SCRATCH,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));
@@ -119,24 +131,42 @@ test("the errors the README quotes are the package's", async () => {
   const { FilterMismatchError, ModuleMissingError, NotReplicatedError } = await import('../lib/index.js');
   const text = README.replace(/\s+/g, ' ');
   const missing = new ModuleMissingError('127.0.0.1:6379', "ERR unknown command 'BF.INSERT', ...").message;
-  const [quoted] = /`(the Redis server at 127\.0\.0\.1:6379 has no Bloom filter module loaded [^`]*)`/.exec(text).slice(1);
+  const [quoted] = /`(the Redis server at 127\.0\.0\.1:6379 has no Bloom filter module loaded [^`]*)`/
+    .exec(text)
+    .slice(1);
   const [head, tail] = quoted.split('(...)');
-  assert.ok(missing.startsWith(head.trimEnd().replace(/ \(it answered: unknown command 'BF\.INSERT', \.\.\.\): connect to the server that has it $/, '')), quoted);
-  assert.ok(missing.includes("(it answered: unknown command 'BF.INSERT', ...): connect to the server that has it ("), missing);
+  assert.ok(
+    missing.startsWith(
+      head
+        .trimEnd()
+        .replace(/ \(it answered: unknown command 'BF\.INSERT', \.\.\.\): connect to the server that has it $/, ''),
+    ),
+    quoted,
+  );
+  assert.ok(
+    missing.includes("(it answered: unknown command 'BF.INSERT', ...): connect to the server that has it ("),
+    missing,
+  );
   assert.ok(missing.includes(tail.replace(/ \.\.\.$/, '').trim()), tail);
   const core = await import('../lib/core.js');
   const { FilterOptions } = await import('../lib/options.js');
   const mine = new core.Core('h:p', 'crawl:seen', new FilterOptions({ capacity: 10, errorRate: 0.01 }), { shards: 12 });
   const stored = mine.manifest().replace('"error_rate": 0.01', '"error_rate": 0.001');
-  assert.throws(() => mine.checkManifest(stored), (error) => {
-    assert.ok(error instanceof FilterMismatchError);
-    assert.ok(text.includes(error.message.split(' (')[0]), error.message);
-    return true;
-  });
+  assert.throws(
+    () => mine.checkManifest(stored),
+    (error) => {
+      assert.ok(error instanceof FilterMismatchError);
+      assert.ok(text.includes(error.message.split(' (')[0]), error.message);
+      return true;
+    },
+  );
   const { checkWaits, Waited } = await import('../lib/replies.js');
-  assert.throws(() => checkWaits([new Waited('127.0.0.1:6379', ['OK', 1, 0])], [true], 1, 1000), (error) => {
-    assert.ok(error instanceof NotReplicatedError);
-    assert.ok(README.includes(`NotReplicatedError: ${error.message}\n`), error.message);
-    return true;
-  });
+  assert.throws(
+    () => checkWaits([new Waited('127.0.0.1:6379', ['OK', 1, 0])], [true], 1, 1000),
+    (error) => {
+      assert.ok(error instanceof NotReplicatedError);
+      assert.ok(README.includes(`NotReplicatedError: ${error.message}\n`), error.message);
+      return true;
+    },
+  );
 });

@@ -100,7 +100,13 @@ for (const shards of [null, 4]) {
       const patient = new BloomFilter(await client(), 'seen', { ...settings, waitTimeout: 10_000 });
       assert.equal(await patient.add('x'), false); // confirmed now: the replica has it
       assert.deepEqual(await patient.addMany(['x', 'y', 'z']), [false, false, true]);
-      if (shards === null) assert.deepEqual(await heldByReplica('BF.MEXISTS', 'seen', ['before', 'x', 'y', 'z']), [true, true, true, true]);
+      if (shards === null)
+        assert.deepEqual(await heldByReplica('BF.MEXISTS', 'seen', ['before', 'x', 'y', 'z']), [
+          true,
+          true,
+          true,
+          true,
+        ]);
       // The write each WAIT covers leaves nothing behind.
       assert.deepEqual(new Set(await admin.keys('*')), new Set(shards === null ? ['seen'] : ['seen', ...mine.keys]));
     });
@@ -122,14 +128,28 @@ for (const shards of [null, 4]) {
       assert.equal(await patient.addUnique('x'), false);
       assert.equal(await patient.delete('y'), true);
       assert.deepEqual(await patient.addMany(['x', 'z'], { unique: true }), [false, true]);
-      if (shards === null) assert.deepEqual(await heldByReplica('CF.MEXISTS', 'seen', ['before', 'x', 'y', 'z']), [true, true, false, true]);
+      if (shards === null)
+        assert.deepEqual(await heldByReplica('CF.MEXISTS', 'seen', ['before', 'x', 'y', 'z']), [
+          true,
+          true,
+          false,
+          true,
+        ]);
       // RedisBloom's kind: its reserve, its NOCREATE insert and the marker, then the WAIT.
-      const plain = new CuckooFilter(await client(), 'plain', { capacity: 1000, errorRate: null, waitForReplicas: 1, waitTimeout: 10_000 });
+      const plain = new CuckooFilter(await client(), 'plain', {
+        capacity: 1000,
+        errorRate: null,
+        waitForReplicas: 1,
+        waitTimeout: 10_000,
+      });
       assert.equal(await plain.add('a'), true);
       assert.equal(await plain.delete('a'), true);
       assert.equal(await plain.add('b'), true);
       assert.deepEqual(await heldByReplica('CF.MEXISTS', 'plain', ['a', 'b']), [false, true]);
-      assert.deepEqual(new Set(await admin.keys('*')), new Set(['seen', 'plain', ...(shards === null ? [] : mine.keys)]));
+      assert.deepEqual(
+        new Set(await admin.keys('*')),
+        new Set(['seen', 'plain', ...(shards === null ? [] : mine.keys)]),
+      );
     });
   });
 }
@@ -139,7 +159,12 @@ test('a client pool sends each batch and its WAIT on one of its connections', as
   pool.on('error', () => {});
   await pool.connect();
   try {
-    const mine = new BloomFilter(pool, 'pooled', { capacity: 1000, errorRate: 0.01, waitForReplicas: 1, waitTimeout: 200 });
+    const mine = new BloomFilter(pool, 'pooled', {
+      capacity: 1000,
+      errorRate: 0.01,
+      waitForReplicas: 1,
+      waitTimeout: 200,
+    });
     await eventually(() => mine.addMany(['before']), NotReplicatedError);
     const other = new BloomFilter(admin, 'pooled', { capacity: 1000, errorRate: 0.01 });
     await replicaStopped(async () => {
@@ -150,7 +175,12 @@ test('a client pool sends each batch and its WAIT on one of its connections', as
       await Promise.all(busy);
     });
     await sleep(50);
-    const patient = new BloomFilter(pool, 'pooled', { capacity: 1000, errorRate: 0.01, waitForReplicas: 1, waitTimeout: 10_000 });
+    const patient = new BloomFilter(pool, 'pooled', {
+      capacity: 1000,
+      errorRate: 0.01,
+      waitForReplicas: 1,
+      waitTimeout: 10_000,
+    });
     assert.deepEqual(await patient.addMany(['x', 'y', 'z']), [false, false, true]);
   } finally {
     await pool.close();

@@ -100,7 +100,22 @@ test('a program using the whole API, and the README block, compile under tsc --s
   assert.equal(blocks.length, 1);
   writeFileSync(path.join(SCRATCH, 'program.ts'), PROGRAM);
   writeFileSync(path.join(SCRATCH, 'readme.ts'), `${blocks[0]}\nexport {};\n`);
-  const args = ['--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--types', 'node', '--skipLibCheck', 'false', 'program.ts', 'readme.ts'];
+  const args = [
+    '--noEmit',
+    '--strict',
+    '--module',
+    'nodenext',
+    '--moduleResolution',
+    'nodenext',
+    '--target',
+    'es2022',
+    '--types',
+    'node',
+    '--skipLibCheck',
+    'false',
+    'program.ts',
+    'readme.ts',
+  ];
   try {
     await promisify(execFile)(process.execPath, [TSC, ...args], { cwd: SCRATCH });
   } catch (error) {

@@ -80,7 +80,10 @@ describe('an item', () => {
     test(`${vector.name}: its bytes and its shard`, () => {
       const data = Buffer.from(vector.bytes_hex, 'hex');
       const prefix = Buffer.from(VECTORS.v2_prefix_hex, 'hex');
-      assert.equal(createHash('sha256').update(prefix).update(data).digest().subarray(0, 8).toString('hex'), vector.v2_hash_hex);
+      assert.equal(
+        createHash('sha256').update(prefix).update(data).digest().subarray(0, 8).toString('hex'),
+        vector.v2_hash_hex,
+      );
       for (const [count, index] of Object.entries(vector.v2)) {
         assert.equal(shardV2(data, Number(count)), index, `${count} shards`);
       }
@@ -107,11 +110,20 @@ describe('an item', () => {
   for (const vector of VECTORS.refused_items.js) {
     test(`refused: ${JSON.stringify(vector.value)} (${vector.why})`, () => {
       const item = jsItem(vector.value);
-      assert.throws(() => itemBytes(item), (error) => error instanceof TypeError || error instanceof RangeError);
+      assert.throws(
+        () => itemBytes(item),
+        (error) => error instanceof TypeError || error instanceof RangeError,
+      );
       const sharded = core('bloom', BLOOM, 4);
-      assert.throws(() => sharded.keyOf(item), (error) => error instanceof TypeError || error instanceof RangeError);
+      assert.throws(
+        () => sharded.keyOf(item),
+        (error) => error instanceof TypeError || error instanceof RangeError,
+      );
       const single = core('bloom', BLOOM, null);
-      assert.throws(() => single.keyOf(item), (error) => error instanceof TypeError || error instanceof RangeError);
+      assert.throws(
+        () => single.keyOf(item),
+        (error) => error instanceof TypeError || error instanceof RangeError,
+      );
     });
   }
 });
@@ -139,7 +151,10 @@ test("each shard's capacity", () => {
   for (const vector of VECTORS.capacities) {
     const { capacity, shards } = vector;
     assert.equal(shardCapacity(capacity, shards), vector.bloom);
-    assert.equal(new FilterOptions({ capacity, errorRate: 0.01 }).resized(shardCapacity(capacity, shards)).capacity, vector.bloom);
+    assert.equal(
+      new FilterOptions({ capacity, errorRate: 0.01 }).resized(shardCapacity(capacity, shards)).capacity,
+      vector.bloom,
+    );
     for (const cuckoo of vector.cuckoo) {
       const size = cuckoo.bucket_size;
       // The filter's own options (at least two buckets), then its shard's.
@@ -184,22 +199,29 @@ describe('a manifest read', () => {
         }
         if (vector.outcome === 'use') {
           // Version 1: refused here, as the spec says (see the top of this file).
-          assert.throws(() => made.checkManifest(text, false), (error) => {
-            assert.ok(error instanceof FilterMismatchError);
-            assert.match(error.message, /version 1, which this client cannot read \(it reads 2\)/);
-            return true;
-          });
+          assert.throws(
+            () => made.checkManifest(text, false),
+            (error) => {
+              assert.ok(error instanceof FilterMismatchError);
+              assert.match(error.message, /version 1, which this client cannot read \(it reads 2\)/);
+              return true;
+            },
+          );
           continue;
         }
         const raised = { FilterMismatchError, KeyTypeError }[vector.error];
-        assert.throws(() => made.checkManifest(text, false), (error) => {
-          assert.ok(error instanceof raised, `${error.name}: ${error.message}`);
-          if (vector.because === 'kind') assert.match(error.message, /is a cuckoo filter, not a Bloom filter/);
-          else if (vector.because === 'not a manifest') assert.match(error.message, /not a sharded filter's parameters/);
-          else for (const name of vector.because.split(', ')) assert.ok(error.message.includes(name), error.message);
-          assert.ok(!error.message.includes('\n'), 'one line');
-          return true;
-        });
+        assert.throws(
+          () => made.checkManifest(text, false),
+          (error) => {
+            assert.ok(error instanceof raised, `${error.name}: ${error.message}`);
+            if (vector.because === 'kind') assert.match(error.message, /is a cuckoo filter, not a Bloom filter/);
+            else if (vector.because === 'not a manifest')
+              assert.match(error.message, /not a sharded filter's parameters/);
+            else for (const name of vector.because.split(', ')) assert.ok(error.message.includes(name), error.message);
+            assert.ok(!error.message.includes('\n'), 'one line');
+            return true;
+          },
+        );
       }
     });
   }

@@ -25,7 +25,8 @@ let started = 0;
 /** The module the servers load. */
 export function modulePath() {
   const module = process.env.REDIS_BF_MODULE || path.join(ROOT, 'target/release/libredis_bf.so');
-  if (!existsSync(module)) throw new Error(`the module is not at ${module}: build it (make build) or set REDIS_BF_MODULE`);
+  if (!existsSync(module))
+    throw new Error(`the module is not at ${module}: build it (make build) or set REDIS_BF_MODULE`);
   return path.resolve(module);
 }
 
@@ -91,13 +92,14 @@ export class RedisServer {
     mkdirSync(this.dir, { recursive: true });
     for (let attempt = 0; attempt < 5; attempt++) {
       this.port = await freePort();
+      // prettier-ignore
       const command = [
         this.binary,
         '--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir,
         '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', 'redis.log',
         ...(this.module ? ['--loadmodule', this.module] : []),
         ...this.args,
-      ]; // prettier-ignore
+      ];
       const [file, ...args] = SETPRIV ? ['setpriv', '--pdeathsig', 'KILL', ...command] : command;
       this.process = spawn(file, args, { cwd: this.dir, stdio: 'ignore' });
       this.exited = new Promise((resolve) => this.process.once('exit', resolve));
@@ -206,21 +208,27 @@ export class RedisCluster {
     mkdirSync(this.dir, { recursive: true });
     try {
       for (const node of this.nodes) {
+        // prettier-ignore
         node.args = [
           '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
           '--cluster-node-timeout', String(this.nodeTimeout), '--cluster-port', String(await freePort()),
           '--cluster-replica-validity-factor', '0', '--repl-diskless-sync-delay', '0',
           ...node.args,
-        ]; // prettier-ignore
+        ];
         await node.start();
         this.ids.set(await this.command(node, 'CLUSTER', 'MYID'), node);
       }
       const addresses = this.nodes.map((node) => `127.0.0.1:${node.port}`);
-      const { stdout, stderr } = await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', '1', '--cluster-yes'], {
-        timeout: 60_000,
-      });
+      const { stdout, stderr } = await run(
+        'redis-cli',
+        ['--cluster', 'create', ...addresses, '--cluster-replicas', '1', '--cluster-yes'],
+        {
+          timeout: 60_000,
+        },
+      );
       const output = (stdout + stderr).replace(/\x1b\[[0-9;]*m/g, '');
-      if (!output.includes('[OK] All 16384 slots covered.')) throw new Error(`redis-cli --cluster create failed:\n${output}`);
+      if (!output.includes('[OK] All 16384 slots covered.'))
+        throw new Error(`redis-cli --cluster create failed:\n${output}`);
       await this.wait('the cluster to form', 30_000, () => this.formed());
     } catch (error) {
       await this.stop();
@@ -283,13 +291,19 @@ export class RedisCluster {
   /** The live replicas of `master`. */
   async replicasOf(master) {
     const id = [...this.ids].find(([, node]) => node === master)[0];
-    return (await this.view()).filter((seen) => seen.master === id && this.live(seen)).map((seen) => this.ids.get(seen.id));
+    return (await this.view())
+      .filter((seen) => seen.master === id && this.live(seen))
+      .map((seen) => this.ids.get(seen.id));
   }
 
   /** The live master that serves `slot`. */
   async masterOfSlot(slot) {
     for (const seen of await this.view()) {
-      if (seen.flags.has('master') && this.live(seen) && seen.slots.some(([low, high]) => low <= slot && slot <= high)) {
+      if (
+        seen.flags.has('master') &&
+        this.live(seen) &&
+        seen.slots.some(([low, high]) => low <= slot && slot <= high)
+      ) {
         return this.ids.get(seen.id);
       }
     }
@@ -331,7 +345,8 @@ export class RedisCluster {
     const masters = view.filter((seen) => seen.flags.has('master') && seen.slots.length);
     if (masters.length !== MASTERS) return `${masters.length} masters`;
     for (const master of masters) {
-      if (view.filter((seen) => seen.master === master.id).length !== 1) return `the master on ${master.port} has no replica`;
+      if (view.filter((seen) => seen.master === master.id).length !== 1)
+        return `the master on ${master.port} has no replica`;
     }
     return null;
   }
