@@ -38,9 +38,16 @@ function pageOf(href, base) {
   return url.href;
 }
 
-const client = createClient({ url: values.redis });
+// A few tries to reach the server, then one line that says it is not there.
+const client = createClient({
+  url: values.redis,
+  socket: { reconnectStrategy: (retries, cause) => (retries < 5 ? 200 : cause) },
+});
 client.on('error', () => {}); // a lost connection fails the commands, which say so
-await client.connect();
+await client.connect().catch((error) => {
+  console.error(`error: no Redis server answers at ${values.redis} (${error.message})`);
+  process.exit(1);
+});
 const seen = new BloomFilter(client, values.key, {
   capacity: Number(values.capacity),
   errorRate: Number(values['error-rate']),

@@ -52,9 +52,16 @@ function crawl(name, start, site) {
   });
 }
 
-const client = createClient({ url: values.redis });
+// A few tries to reach the server, then one line that says it is not there.
+const client = createClient({
+  url: values.redis,
+  socket: { reconnectStrategy: (retries, cause) => (retries < 5 ? 200 : cause) },
+});
 client.on('error', () => {});
-await client.connect();
+await client.connect().catch((error) => {
+  console.error(`error: no Redis server answers at ${values.redis} (${error.message})`);
+  process.exit(1);
+});
 const filter = new BloomFilter(client, key, { capacity: 1_000_000, errorRate: 1e-6 });
 const site = await startSite({ pages });
 try {

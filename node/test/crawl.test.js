@@ -3,7 +3,8 @@
 // one filter. The site's fetch log must show every page fetched once and none twice, and the
 // server must have seen one BF.INSERT per page fetched (a page's links in one round trip) and one
 // per process for its start page. Against a server without the module a crawler stops with one
-// line that says so. Needs the example's npm dependencies (scripts/node-tests.sh installs them).
+// line that says so, and so it does where no server answers. Needs the example's npm
+// dependencies (scripts/node-tests.sh installs them).
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -13,7 +14,7 @@ import { after, before, test } from 'node:test';
 
 import { startSite } from '../../examples/crawlee_crawl/site.mjs';
 import { commandstats } from './harness/helpers.js';
-import { ROOT, RedisServer } from './harness/servers.js';
+import { ROOT, RedisServer, freePort } from './harness/servers.js';
 
 const EXAMPLE = path.join(ROOT, 'examples/crawlee_crawl');
 const PAGES = 240;
@@ -101,7 +102,7 @@ test('the demo runs as its README says', async () => {
   }
 });
 
-test('a crawler against a server without the module stops with one line', async () => {
+test('a crawler against a server without the module, or with no server, stops with one line', async () => {
   const site = await startSite({ pages: 10 });
   try {
     const done = await run('crawl.mjs', ['--site', site.url, '--redis', plain.url]);
@@ -115,6 +116,13 @@ test('a crawler against a server without the module stops with one line', async 
         '"$(redis-bf-module-path)"`\n',
     );
     assert.equal(site.fetched().size, 0);
+    const nobody = await freePort();
+    const unreachable = await run('crawl.mjs', ['--site', site.url, '--redis', `redis://127.0.0.1:${nobody}`]);
+    assert.equal(unreachable.code, 1);
+    assert.match(
+      unreachable.stderr,
+      new RegExp(`^error: no Redis server answers at redis://127.0.0.1:${nobody} \\(.*\\)\n$`),
+    );
   } finally {
     await site.stop();
   }
