@@ -15,7 +15,7 @@ SERVERS_DIR := target/servers
 ARM64_DIR := target/arm64
 
 .PHONY: all help deps deps-run deps-dist build install dist wheel run test check lint unit integration \
-	matrix clients python-test bench python-bench fuzz clean
+	matrix clients python-test node-test bench python-bench fuzz clean
 
 all: build
 
@@ -27,10 +27,11 @@ help:
 	@echo 'make run           build the module and start redis-server with it, on 6379 or the next'
 	@echo '                   free port (it prints it; PORT=7000 make run to choose); needs: the'
 	@echo '                   Debian packages $(RUN_PACKAGES) (installed when run as root)'
-	@echo 'make test          everything CI checks: formatting, clippy, unit, integration, client and'
-	@echo '                   Python tests; needs what run needs, plus $(TEST_PACKAGES), Node.js, and'
-	@echo '                   downloads (Redis 8.2, Valkey 8.0 and 9.1, arm64 redis-server, pinned'
-	@echo '                   clients) under target/'
+	@echo 'make test          everything CI checks: formatting, clippy, unit, integration, client,'
+	@echo '                   Python and Node tests; needs what run needs, plus $(TEST_PACKAGES),'
+	@echo '                   Node.js, and downloads (Redis 8.2, Valkey 8.0 and 9.1, arm64'
+	@echo '                   redis-server, pinned clients under target/; npm packages into'
+	@echo '                   node_modules of node/ and examples/crawlee_crawl)'
 	@echo 'make check         the quick inner loop: formatting, clippy, import cycles, unit tests'
 	@echo 'make lint          formatting, clippy, import cycles (needs what test needs)'
 	@echo 'make unit          the unit tests of both crates (needs what test needs)'
@@ -41,6 +42,10 @@ help:
 	@echo 'make python-test   the Python package'"'"'s tests (python/), in a venv under target/ with the'
 	@echo '                   pinned scrapy, scrapy-redis and redis-py (downloaded); needs what run'
 	@echo '                   needs, plus python3-venv'
+	@echo 'make node-test     the Node package'"'"'s tests (node/) and the crawlee crawl'"'"'s'
+	@echo '                   (examples/crawlee_crawl), with their npm dependencies as locked'
+	@echo '                   (downloaded into their node_modules); needs what run needs, plus'
+	@echo '                   Node.js 20 or newer and npm'
 	@echo 'make clients       download what the client and server tests drive, under target/: pinned'
 	@echo '                   redis-py and node-redis, Redis 8.2, Valkey 8.0 and 9.1, arm64 redis-server'
 	@echo 'make build         build $(MODULE), as plain make and make all do'
@@ -178,14 +183,21 @@ matrix: build clients
 python-test: build
 	REDIS_BF_MODULE=$(CURDIR)/$(MODULE) scripts/python-tests.sh
 
+# The Node package (node/) and the crawlee crawl (examples/crawlee_crawl): their npm dependencies
+# exactly as locked (npm ci, into node_modules of each), then node --test, each test on its own
+# redis-server (or cluster) with the module.
+node-test: build
+	REDIS_BF_MODULE=$(CURDIR)/$(MODULE) scripts/node-tests.sh
+
 # Every suite runs even when one fails, and make fails if any did: the whole Rust suite on
 # Debian's Redis 7.0, the server matrix (scripts/matrix.sh: the server suites again on Redis 8.2,
-# Valkey 8.0 and Valkey 9.1), the Python package's tests.
+# Valkey 8.0 and Valkey 9.1), the Python package's tests, the Node package's tests.
 test: lint build clients
 	@status=0; \
 	cargo test --workspace --no-fail-fast || status=1; \
 	scripts/matrix.sh || status=1; \
 	REDIS_BF_MODULE=$(CURDIR)/$(MODULE) scripts/python-tests.sh || status=1; \
+	REDIS_BF_MODULE=$(CURDIR)/$(MODULE) scripts/node-tests.sh || status=1; \
 	exit $$status
 
 # Benchmarks (never part of `make test`): the core against the bloomfilter crate (criterion), then
