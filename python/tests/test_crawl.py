@@ -12,6 +12,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
+from clocks import MS, expiries
 
 from conftest import PAGES, commandstats, info, run_crawl
 from website import Site
@@ -126,20 +127,6 @@ def test_a_crawl_on_a_scrapy_redis_set_does_not_start(site, server) -> None:  # 
     assert server.client().smembers("site:dupefilter") == {b"0" * 40}
 
 
-def expiries(client: Any) -> list[float]:
-    """When the dupefilter's live parts expire (seconds since the epoch, from the milliseconds
-    BF.DEBUG gives), soonest first."""
-    lines = client.execute_command("BF.DEBUG", "site:dupefilter")
-    text = [line.decode() if isinstance(line, bytes) else line for line in lines]
-    return sorted(
-        int(line.split("until:", 1)[1].split()[0]) / 1000 for line in text if "until:" in line
-    )
-
-
-# Both clocks count whole milliseconds: a millisecond of room each way.
-MS = 0.001
-
-
 def test_with_a_window_a_crawl_refetches_pages_only_after_it(server) -> None:  # type: ignore[no-untyped-def]
     # A small site: a crawl takes a few seconds, well within the window. Whether it was is judged
     # by the expiries the filter reports and by when each crawl started and ended (the server's
@@ -151,7 +138,7 @@ def test_with_a_window_a_crawl_refetches_pages_only_after_it(server) -> None:  #
         started = time.time()
         first = run_crawl(site, server, SCHEDULER_PERSIST=True, BLOOMFILTER_WINDOW=window)
         assert info(r, "site:dupefilter")["Window"] == window
-        held = expiries(r)
+        held = expiries(r, "site:dupefilter")
         # Every request went in after the crawl started: no part expires before a window after
         # that. Read before then, the filter lists every part the crawl made, and the crawl
         # fetched each page once.
@@ -172,7 +159,7 @@ def test_with_a_window_a_crawl_refetches_pages_only_after_it(server) -> None:  #
 
         # Once the filter has forgotten every request (it says so: no live item; a read sent
         # after the last part's expiry must find it so): each page once more.
-        last = max(expiries(r), default=0.0)
+        last = max(expiries(r, "site:dupefilter"), default=0.0)
         while True:
             sent = time.time()
             if r.execute_command("BF.CARD", "site:dupefilter") == 0:
