@@ -2,7 +2,8 @@
 //! no filter (issue 53). The server's own commands (GET of a key held and of a missing one, SET,
 //! SET ... EX, EXPIRE, DEL, RENAME, HSET, LPUSH, ZADD) on a server with this module loaded,
 //! against one with no module, one with RedisBloom (when `REDISBLOOM_SO` names a build of it),
-//! and a second server with no module (the A/A rows: what the measure itself moves).
+//! one with this module's previous build (`BENCH_BASELINE_SO`), and a second server with no
+//! module (the A/A rows: what the measure itself moves).
 //!
 //! - Instructions (callgrind): one server of each kind under callgrind runs every command in turn,
 //!   [`REQUESTS`] of it pipelined 16 deep after its setup, each between two `LASTSAVE`s that
@@ -10,10 +11,15 @@
 //!   an empty stretch between two `LASTSAVE`s. Counted: reading, running and answering requests
 //!   and the event loop's hooks before and after each wait (`beforeSleep`, `afterSleep`), where a
 //!   module's presence costs the server something; not the cron, which runs ten times a second
-//!   whatever the load (the idle row measures it). Every server starts with the same random seed
-//!   (tests/fake/fixed_seed.c, preloaded); a row is the median of [`ROUNDS`] rounds, each a
-//!   fresh server of every kind (where the server's allocations land moves a string compare's
-//!   cost by up to 30 instructions a request from one server to the next).
+//!   whatever the load (the idle row measures it). A row is the mean of [`ROUNDS`] rounds, each
+//!   a fresh server of every kind started with the round's own random seed (tests/fake/
+//!   fixed_seed.c, preloaded, with `FIXED_SEED`): the seed lays out the server's command table, and
+//!   registering commands (any module's) moves which of the server's own share a bucket, so that
+//!   one seed is one draw of a command's lookup (RENAME's cost moved by 150 instructions, 3%,
+//!   from one seed to another with no module, and by -150 to +70 with a module loaded: one draw
+//!   read +1.5% for this module and RedisBloom alike); the mean over the rounds is the cost a
+//!   server pays on average. Where the server's allocations land moves a string compare's cost by
+//!   up to 30 instructions a request from one server to the next, which the rounds average too.
 //! - Idle: the instructions of a whole server (its cron included) over [`IDLE_SECONDS`] seconds
 //!   of no request, per second.
 //! - Time: `INFO commandstats`' microseconds per call of the same requests (100,000 a run),
@@ -24,7 +30,7 @@ use crate::common::{fixed_seed_library, Conn, Frame, Options, Server};
 use crate::measure::{alternate, median, size, usec_per_call};
 use crate::report::Row;
 use crate::server;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -35,8 +41,8 @@ const TIME: &str =
 
 /// Requests of each command per measure under callgrind.
 const REQUESTS: u64 = 20_000;
-/// Rounds of callgrind measures: each row is their median.
-const ROUNDS: usize = 3;
+/// Rounds of callgrind measures, each with its own seed: each row is their mean.
+const ROUNDS: usize = 5;
 /// How long the idle servers are watched.
 const IDLE_SECONDS: u64 = 10;
 /// How many requests a pipeline carries, as `redis-benchmark -P 16` sends them.
@@ -150,16 +156,22 @@ impl Kind {
 
 /// Measures this section and appends its rows.
 pub fn rows(rows: &mut Vec<Row>) {
-    let redisbloom = std::env::var_os("REDISBLOOM_SO").map(PathBuf::from);
-    if redisbloom.is_none() {
-        println!("(neighbours: skipped RedisBloom's rows: set REDISBLOOM_SO to a build of it)");
+    let mut others = Vec::new();
+    for (variable, name) in [
+        ("REDISBLOOM_SO", "RedisBloom 2.4"),
+        ("BENCH_BASELINE_SO", "the previous build"),
+    ] {
+        match std::env::var_os(variable) {
+            Some(module) => others.push((name, Kind::Other(PathBuf::from(module)))),
+            None => println!("(neighbours: skipped the rows of {name}: set {variable})"),
+        }
     }
     if Command::new("valgrind").arg("--version").output().is_ok() {
-        instruction_rows(rows, redisbloom.as_deref());
+        instruction_rows(rows, &others);
     } else {
         println!("(neighbours: skipped the callgrind rows: valgrind is not installed)");
     }
-    time_rows(rows, redisbloom.as_deref());
+    time_rows(rows, &others);
 }
 
 /// The requests of `neighbour`, `count` of them, as RESP in pipelines of [`PIPELINE`].
@@ -206,15 +218,13 @@ fn prepare(conn: &mut Conn, neighbour: &Neighbour, count: u64) {
 
 /// The callgrind rows: every command's instructions per request on each kind of server, and an
 /// idle server's instructions per second.
-fn instruction_rows(rows: &mut Vec<Row>, redisbloom: Option<&Path>) {
+fn instruction_rows(rows: &mut Vec<Row>, others: &[(&'static str, Kind)]) {
     let mut kinds = vec![
         ("no module", Kind::Bare),
         ("this module", Kind::Ours),
-        ("no module again", Kind::Bare),
+        ("no module again (A/A)", Kind::Bare),
     ];
-    if let Some(module) = redisbloom {
-        kinds.push(("RedisBloom 2.4", Kind::Other(module.to_path_buf())));
-    }
+    kinds.extend(others.iter().cloned());
     let requests = size(REQUESTS);
     // By kind, by command, the counts of the rounds.
     let mut counts = vec![vec![Vec::new(); neighbours().len()]; kinds.len()];
@@ -222,18 +232,20 @@ fn instruction_rows(rows: &mut Vec<Row>, redisbloom: Option<&Path>) {
         // Each round takes the kinds in another order.
         for k in 0..kinds.len() {
             let kind = (k + round) % kinds.len();
-            let measured = per_request_under_callgrind(&kinds[kind].1, requests);
+            let seed = format!("neighbours round {round}");
+            let measured = per_request_under_callgrind(&kinds[kind].1, requests, &seed);
             for (command, value) in measured.into_iter().enumerate() {
                 counts[kind][command].push(value);
             }
         }
     }
-    let medians: Vec<Vec<f64>> = counts
+    let mean = |values: Vec<f64>| values.iter().sum::<f64>() / values.len() as f64;
+    let means: Vec<Vec<f64>> = counts
         .into_iter()
-        .map(|by_command| by_command.into_iter().map(median).collect())
+        .map(|by_command| by_command.into_iter().map(mean).collect())
         .collect();
     for (command, neighbour) in neighbours().iter().enumerate() {
-        let bare = medians[0][command];
+        let bare = means[0][command];
         for (kind, (name, _)) in kinds.iter().enumerate().skip(1) {
             // This module's rows are held to 1% over no module (issue 53).
             let limit = if kind == 1 { 1.01 } else { f64::INFINITY };
@@ -241,7 +253,7 @@ fn instruction_rows(rows: &mut Vec<Row>, redisbloom: Option<&Path>) {
                 Row::new(
                     INSTRUCTIONS,
                     format!("{}: {name}", neighbour.label),
-                    medians[kind][command],
+                    means[kind][command],
                     "instr",
                 )
                 .against("no module", bare, limit),
@@ -266,9 +278,9 @@ fn instruction_rows(rows: &mut Vec<Row>, redisbloom: Option<&Path>) {
     }
 }
 
-/// A server of `kind` under callgrind, counting only from the first `LASTSAVE` on, dumping its
-/// counts before each (`part` numbers them from 1), with `collect` choosing what is counted.
-fn callgrind_server(kind: &Kind, collect: &[&str]) -> Server {
+/// A server of `kind` under callgrind, started with random seed `seed`, dumping its counts before
+/// each `LASTSAVE` (`part` numbers them from 1), with `collect` choosing what is counted.
+fn callgrind_server(kind: &Kind, collect: &[&str], seed: &str) -> Server {
     let mut prefix = vec![
         "valgrind".to_string(),
         "--tool=callgrind".into(),
@@ -284,7 +296,8 @@ fn callgrind_server(kind: &Kind, collect: &[&str]) -> Server {
             ..Options::default()
         })
         .config("loglevel", "notice")
-        .env("LD_PRELOAD", &fixed_seed_library().to_string_lossy()),
+        .env("LD_PRELOAD", &fixed_seed_library().to_string_lossy())
+        .env("FIXED_SEED", seed),
     )
 }
 
@@ -305,14 +318,14 @@ fn part(server: &Server, part: usize) -> f64 {
 
 /// Every command's instructions per request on a fresh server of `kind`, in the order of
 /// [`neighbours`].
-fn per_request_under_callgrind(kind: &Kind, requests: u64) -> Vec<f64> {
+fn per_request_under_callgrind(kind: &Kind, requests: u64, seed: &str) -> Vec<f64> {
     let collect = [
         "--collect-atstart=no",
         "--toggle-collect=readQueryFromClient",
         "--toggle-collect=beforeSleep",
         "--toggle-collect=afterSleep",
     ];
-    let mut server = callgrind_server(kind, &collect);
+    let mut server = callgrind_server(kind, &collect, seed);
     let mut conn = server.conn();
     let mut dumps = 0;
     let mut marks = Vec::new();
@@ -338,7 +351,7 @@ fn per_request_under_callgrind(kind: &Kind, requests: u64) -> Vec<f64> {
 
 /// The instructions a fresh, idle server of `kind` runs per second, all of them (its cron too).
 fn idle_per_second(kind: &Kind) -> f64 {
-    let mut server = callgrind_server(kind, &[]);
+    let mut server = callgrind_server(kind, &[], "neighbours idle");
     let mut conn = server.conn();
     // Settled first (the first cron runs after the start).
     std::thread::sleep(Duration::from_secs(2));
@@ -352,16 +365,14 @@ fn idle_per_second(kind: &Kind) -> f64 {
 
 /// The time rows: each command's microseconds per call, this module's server (and RedisBloom's,
 /// and a second server with no module) against one with no module, in pairs of runs.
-fn time_rows(rows: &mut Vec<Row>, redisbloom: Option<&Path>) {
+fn time_rows(rows: &mut Vec<Row>, others: &[(&'static str, Kind)]) {
     let start = |kind: &Kind| Server::with(kind.options(server::options()));
     let bare = start(&Kind::Bare);
-    let mut others = vec![
+    let mut servers = vec![
         ("this module", start(&Kind::Ours)),
         ("no module again (A/A)", start(&Kind::Bare)),
     ];
-    if let Some(module) = redisbloom {
-        others.push(("RedisBloom 2.4", start(&Kind::Other(module.to_path_buf()))));
-    }
+    servers.extend(others.iter().map(|(name, kind)| (*name, start(kind))));
     let requests = size(100_000);
     for neighbour in neighbours() {
         let pipelines = pipelines(&neighbour, requests);
@@ -372,8 +383,11 @@ fn time_rows(rows: &mut Vec<Row>, redisbloom: Option<&Path>) {
             drive(&mut conn, &pipelines, requests);
             usec_per_call(&mut conn, neighbour.name)
         };
-        for (name, server) in &others {
-            let pairs = alternate(|| run(server), || run(&bare));
+        for (name, server) in &servers {
+            // Twice the usual pairs: a call of these commands takes 0.1 to 2 us, where the
+            // machine's drift between two runs is as large as what is measured.
+            let mut pairs = alternate(|| run(server), || run(&bare));
+            pairs.extend(alternate(|| run(server), || run(&bare)));
             let ratios = pairs.iter().map(|(ours, theirs)| ours / theirs).collect();
             let (ours, theirs): (Vec<f64>, Vec<f64>) = pairs.into_iter().unzip();
             rows.push(
