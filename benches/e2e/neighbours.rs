@@ -17,9 +17,11 @@
 //!   registering commands (any module's) moves which of the server's own share a bucket, so that
 //!   one seed is one draw of a command's lookup (RENAME's cost moved by 150 instructions, 3%,
 //!   from one seed to another with no module, and by -150 to +70 with a module loaded: one draw
-//!   read +1.5% for this module and RedisBloom alike); the mean over the rounds is the cost a
-//!   server pays on average. Where the server's allocations land moves a string compare's cost by
-//!   up to 30 instructions a request from one server to the next, which the rounds average too.
+//!   read +1.5% for this module and RedisBloom alike; SET +1.8% on one seed of three, for both);
+//!   the mean over the rounds is the cost a server pays on average. Where the server's
+//!   allocations land moves a string compare's cost by up to 30 instructions a request from one
+//!   server to the next, which the rounds average too. The servers do not rehash in their cron
+//!   (`activerehashing no`), so that a growing table's rehashing is all counted.
 //! - Idle: the instructions of a whole server (its cron included) over [`IDLE_SECONDS`] seconds
 //!   of no request, per second.
 //! - Time: `INFO commandstats`' microseconds per call of the same requests (100,000 a run),
@@ -40,9 +42,9 @@ const TIME: &str =
     "neighbours: Redis's own commands with the module loaded, no filter held (usec per call)";
 
 /// Requests of each command per measure under callgrind.
-const REQUESTS: u64 = 20_000;
+const REQUESTS: u64 = 10_000;
 /// Rounds of callgrind measures, each with its own seed: each row is their mean.
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 8;
 /// How long the idle servers are watched.
 const IDLE_SECONDS: u64 = 10;
 /// How many requests a pipeline carries, as `redis-benchmark -P 16` sends them.
@@ -264,8 +266,9 @@ fn instruction_rows(rows: &mut Vec<Row>, others: &[(&'static str, Kind)]) {
         .iter()
         .map(|(_, kind)| idle_per_second(kind))
         .collect();
+    // No target: ten seconds hold 100 runs of the cron, give or take one, and the A/A row moves
+    // by 2%.
     for (kind, (name, _)) in kinds.iter().enumerate().skip(1) {
-        let limit = if kind == 1 { 1.01 } else { f64::INFINITY };
         rows.push(
             Row::new(
                 INSTRUCTIONS,
@@ -273,7 +276,7 @@ fn instruction_rows(rows: &mut Vec<Row>, others: &[(&'static str, Kind)]) {
                 idle[kind],
                 "instr",
             )
-            .against("no module", idle[0], limit),
+            .against("no module", idle[0], f64::INFINITY),
         );
     }
 }
@@ -296,6 +299,9 @@ fn callgrind_server(kind: &Kind, collect: &[&str], seed: &str) -> Server {
             ..Options::default()
         })
         .config("loglevel", "notice")
+        // Growing tables are rehashed by the requests alone, not partly by a cron whose share
+        // depends on how fast the server runs (SET's count moved by 1-2% with it).
+        .config("activerehashing", "no")
         .env("LD_PRELOAD", &fixed_seed_library().to_string_lossy())
         .env("FIXED_SEED", seed),
     )
