@@ -7,9 +7,10 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import redis
@@ -29,6 +30,31 @@ from redis_bf.scrapy import RetryForgetMiddleware, RFPDupeFilter, forget
 from conftest import commandstats, info
 
 URL = "http://shop.example/item?b=2&a=1"
+
+# Both clocks count whole milliseconds (the server's, and the expiries it reports): a millisecond
+# of room each way.
+MS = 0.001
+
+T = TypeVar("T")
+
+
+def timed(request: Callable[[], T]) -> tuple[T, float, float]:
+    """What ``request()`` gives, with the clock read just before it went and just after its reply
+    came back (seconds since the epoch): the server read its own clock, the same one, in between,
+    however long a busy machine kept either side waiting."""
+    sent = time.time()
+    reply = request()
+    return reply, sent, time.time()
+
+
+def expiries(client: redis.Redis, key: str) -> list[float]:
+    """When the live parts of the windowed filter at ``key`` expire (seconds since the epoch, from
+    the milliseconds BF.DEBUG gives), soonest first."""
+    lines = client.execute_command("BF.DEBUG", key)
+    text = [line.decode() if isinstance(line, bytes) else line for line in lines]
+    return sorted(
+        int(line.split("until:", 1)[1].split()[0]) / 1000 for line in text if "until:" in line
+    )
 
 
 def make_spider(server: Any, protocol: int = 2, **settings: Any) -> Spider:
@@ -110,15 +136,41 @@ def test_a_window_setting_makes_requests_new_again_after_it(
         "Bloom filter dupefilter: created shop:dupefilter (capacity 100000, error rate 1e-06, "
         f"window 1 s, {size} bytes)" in caplog.messages
     )
-    scheduled = time.monotonic()
-    assert df.request_seen(Request(URL)) is False
-    assert df.request_seen(Request(URL)) is True
-    while df.request_seen(Request(URL)):
-        assert time.monotonic() - scheduled < 2.0, "still seen after 2 s"
+    # Each check is judged by the expiry the filter reports (BF.DEBUG) and by when its request went
+    # and its reply came back, never by a margin. The check that needs the request held is
+    # answered before its part can have expired, or taken again on a fresh filter.
+    for _ in range(5):
+        (new, parts), sent, answered = timed(
+            lambda: (df.request_seen(Request(URL)), expiries(r, "shop:dupefilter"))
+        )
+        assert new is False
+        if parts:
+            # Its one part expires a window after the request was recorded, which the server
+            # did between the request and its reply.
+            (expiry,) = set(parts)
+            assert sent + 1.0 - MS <= expiry <= answered + 1.0 + MS, (sent, expiry, answered)
+            seen, _, answered = timed(lambda: df.request_seen(Request(URL)))
+            if answered + MS < expiry:
+                break
+        r.delete("shop:dupefilter")  # too slow for the window: forgotten on the way, perhaps
+    else:
+        pytest.fail("five attempts, each too slow for a window of 1 s")
+    assert seen is True
+    # Seen in a check answered before its part expires, new in one sent after it, either in
+    # between.
+    while True:
+        seen, sent, answered = timed(lambda: df.request_seen(Request(URL)))
+        if answered + MS < expiry:
+            assert seen, f"new at {answered}, its part expiring at {expiry}"
+        if sent > expiry + MS:
+            assert not seen, f"still seen at {sent}, its part expiring at {expiry}"
+        if not seen:
+            break
         time.sleep(0.05)
-    # Forgotten after the window, and just recorded again by the check that found it new.
-    assert time.monotonic() - scheduled >= 1.0
-    assert df.request_seen(Request(URL)) is True
+    # Forgotten after the window, and just recorded again by the check that found it new: seen by
+    # a check answered within a window of that one.
+    seen, _, answered = timed(lambda: df.request_seen(Request(URL)))
+    assert seen is True or answered + MS >= sent + 1.0
 
 
 def test_window_settings(server: Any, caplog: pytest.LogCaptureFixture) -> None:

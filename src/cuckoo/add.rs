@@ -1,7 +1,9 @@
 //! `CF.ADD`, `CF.ADDNX`, `CF.INSERT` and `CF.INSERTNX`: adding items, creating the filter on a
 //! missing key. ADD adds another copy of an item it holds; the NX forms add only items it does not
 //! seem to hold. The sub-filter limit (`cf-max-expansions`) is checked before every item: a batch
-//! cannot pass it (RedisBloom checks once per command).
+//! cannot pass it (RedisBloom checks once per command). A call makes at most `COMMAND_EVICTIONS`
+//! evictions over all its items, and none after an item showed the filter full: a batch cannot
+//! hold the server for its items times `MAXITERATIONS`, as RedisBloom's can.
 
 use super::create::{checked_capacity, parse_capacity, parse_error, Creation};
 use super::{in_use, limits, open, Early};
@@ -12,7 +14,7 @@ use crate::parse::{is_option, once, unknown, value_of, Args};
 use crate::size::cuckoo_memory_usage;
 use crate::stats;
 use filters::cuckoo::shape::BOUNDED_BUCKET_SIZE;
-use filters::cuckoo::{Adding, Cuckoo, Limits, Print};
+use filters::cuckoo::{Adding, Cuckoo, Limits, Print, COMMAND_EVICTIONS};
 use filters::FilterError;
 
 /// Whether an add adds another copy of an item already there.
@@ -33,23 +35,36 @@ enum Outcome {
     Refused(FilterError),
 }
 
-/// Adds one item within the limits of this call: `bf.cf-max-expansions` (none for a replay), and
-/// the size limit asked of the server only if the item needs a new sub-filter (a replay's is
-/// none; a client's, the size limit, which may ask the server for its memory). One walk of
-/// evictions, whatever refuses the item after it; they are counted in `INFO bf`.
-fn add_one(call: &Call, filter: &mut Cuckoo, print: Print, mode: Mode) -> Outcome {
+/// What the adds of this call may take: `bf.cf-max-expansions`, the size limit asked of the
+/// server only if an item needs a new sub-filter (which may ask the server for its memory), and
+/// [`COMMAND_EVICTIONS`] evictions over all its items; a replay none of them (it applies what the
+/// primary did: every item it is sent was added there).
+fn adding<'c>(call: &'c Call) -> Adding<impl FnMut(&Cuckoo) -> u64 + 'c> {
     let max_tables = match call.is_replay() {
         true => Limits::NONE.max_tables,
         false => crate::config::cuckoo_max_tables(),
     };
-    let mut adding = Adding::new(max_tables, |filter: &Cuckoo| {
+    let adding = Adding::new(max_tables, |filter: &Cuckoo| {
         limits(call, cuckoo_memory_usage(filter)).max_bytes
     });
+    match call.is_replay() {
+        true => adding,
+        false => adding.limited(COMMAND_EVICTIONS),
+    }
+}
+
+/// Adds one item within the call's `adding`. One walk of evictions at most, whatever refuses the
+/// item after it, and none once the call has spent its evictions or found the filter full.
+fn add_one<F: FnMut(&Cuckoo) -> u64>(
+    filter: &mut Cuckoo,
+    print: Print,
+    mode: Mode,
+    adding: &mut Adding<F>,
+) -> Outcome {
     let added = match mode {
-        Mode::Always => filter.add_within(print, &mut adding).map(|()| true),
-        Mode::Unique => filter.add_unique_within(print, &mut adding),
+        Mode::Always => filter.add_within(print, adding).map(|()| true),
+        Mode::Unique => filter.add_unique_within(print, adding),
     };
-    stats::cuckoo_evictions(adding.evictions);
     match added {
         Ok(true) => Outcome::Added,
         Ok(false) => Outcome::Held,
@@ -120,7 +135,9 @@ fn add_command(call: &Call, mode: Mode) -> Result<(), BfError> {
     }
     let tables = filter.tables().len();
     let print = early.print(call, filter, item);
-    let outcome = add_one(call, filter, print, mode);
+    let mut adding = adding(call);
+    let outcome = add_one(filter, print, mode, &mut adding);
+    stats::cuckoo_evictions(adding.evictions);
     stats::cuckoo_items(1, 0, 0);
     // Its size before the add, from its sub-filters then (an add only appends them): sized only
     // where it grew or refused, not on every add.
@@ -229,10 +246,13 @@ fn insert_command(call: &Call, mode: Mode) -> Result<(), BfError> {
         .map_err(|err| refusal(err, call, before))?;
     let items = request.first_item..args.len();
     let mut added: Vec<&[u8]> = Vec::new();
+    // One budget of evictions for the whole batch: past it, or once the filter is found full, an
+    // item goes in only where it finds an empty slot (the same one a replica finds).
+    let mut adding = adding(call);
     call.reply_array(items.len());
     for index in items.clone() {
         let item = args.get(index);
-        let outcome = add_one(call, filter, filter.print(item), mode);
+        let outcome = add_one(filter, filter.print(item), mode, &mut adding);
         match (outcome, mode) {
             (Outcome::Added, Mode::Always) => call.reply_bool(true),
             (Outcome::Added, Mode::Unique) => call.reply_integer(1),
@@ -244,6 +264,7 @@ fn insert_command(call: &Call, mode: Mode) -> Result<(), BfError> {
             added.push(item);
         }
     }
+    stats::cuckoo_evictions(adding.evictions);
     stats::cuckoo_items(items.len(), 0, 0);
     stats::cuckoo_resized(before, filter);
     if !added.is_empty() {

@@ -56,7 +56,7 @@ from scrapy_redis import defaults as scrapy_redis_defaults
 from scrapy_redis.connection import get_redis_from_settings
 from scrapy_redis.dupefilter import RFPDupeFilter as SetDupeFilter
 
-from ._core import window_seconds
+from ._options import window_seconds
 from .bloom import BloomFilter, KeyTypeError, server_url
 from .cuckoo import CuckooFilter
 from .defaults import DEFAULT_CAPACITY, DEFAULT_ERROR_RATE

@@ -10,6 +10,9 @@
 //! `max_iterations` swaps were made, which it then undoes in reverse. No randomness: a replica
 //! makes the same moves. Then the filter grows by a sub-filter `expansion` times the newest (or,
 //! with expansion 0, refuses the item), and the item goes there.
+//!
+//! A client's command spends at most [`COMMAND_EVICTIONS`] evictions over all its items (see
+//! [`Adding::limited`]): a batch cannot hold the server for its items times `max_iterations`.
 
 use super::locator::Locator;
 use super::print::{Hashing, Print};
@@ -335,27 +338,36 @@ impl Cuckoo {
 
     /// The rest of an insert whose buckets are full: evictions, then growth (out of line, so
     /// that the usual insert, an empty slot found, sets up none of it). One walk of evictions
-    /// per item, whatever refuses it after: the byte limit is asked for only then.
+    /// per item, whatever refuses it after: the byte limit is asked for only then. An item whose
+    /// walk the command's budget does not allow is refused as the filter being full, unchanged.
     #[inline(never)]
     fn insert_evicting<F: FnMut(&Cuckoo) -> u64>(
         &mut self,
         print: Print,
         adding: &mut Adding<F>,
     ) -> Result<(), FilterError> {
+        if !adding.may_walk(u64::from(self.params.max_iterations)) {
+            return Err(FilterError::Full);
+        }
         let (placed, swaps) = self.evict(&print);
-        adding.evictions = adding.evictions.saturating_add(swaps);
+        adding.walked(swaps);
         if placed {
             self.added();
             return Ok(());
         }
         if self.params.expansion == 0 {
+            adding.found_full();
             return Err(FilterError::Full);
         }
         if self.copies_fill_buckets(&print) {
+            // Only this item's buckets are full of it: another item may still find room.
             return Err(FilterError::TooManyCopies);
         }
         let max_bytes = (adding.max_bytes)(self);
-        self.grow(max_bytes)?;
+        if let Err(err) = self.grow(max_bytes) {
+            adding.found_full();
+            return Err(err);
+        }
         // The new sub-filter is empty: the item's first bucket there has room.
         if !self.place(&print) {
             return Err(FilterError::CannotGrow);
@@ -595,22 +607,79 @@ impl Limits {
     }
 }
 
-/// What one add may take and what it did: the sub-filter limit, a byte limit asked for only
-/// when the item needs a new sub-filter (from the filter as it then stands: finding it may cost
-/// the caller something), and the evictions the add made (undone ones included).
+/// The most evictions one client command makes over all its items (a replay's are not
+/// limited): one item's longest walk (`MAXITERATIONS` 65,535) and one. Measured in SECURITY.md:
+/// under a millisecond in a filter that fits the CPU's caches; in a big one, what a single item's
+/// longest walk takes anyway.
+pub const COMMAND_EVICTIONS: u64 = 1 << 16;
+
+/// What the adds of one command may take and what they did: the sub-filter limit, a byte limit
+/// asked for only when an item needs a new sub-filter (from the filter as it then stands:
+/// finding it may cost the caller something), the evictions they may make in all, and those
+/// they made (undone ones included).
 pub struct Adding<F: FnMut(&Cuckoo) -> u64> {
     pub max_tables: u64,
     pub max_bytes: F,
+    /// The evictions all the adds may make (`None`: no limit, for writes a primary or the AOF
+    /// replays, which apply every item they are sent).
+    pub max_evictions: Option<u64>,
+    /// Walks of evictions made.
+    pub walks: u64,
+    /// Evictions made, undone ones included (`INFO bf` counts them).
     pub evictions: u64,
 }
 
 impl<F: FnMut(&Cuckoo) -> u64> Adding<F> {
-    /// An add within these limits, no evictions made yet.
+    /// Adds within these limits, no evictions made yet and no limit on them.
     pub fn new(max_tables: u64, max_bytes: F) -> Adding<F> {
         Adding {
             max_tables,
             max_bytes,
+            max_evictions: None,
+            walks: 0,
             evictions: 0,
         }
     }
+
+    /// The same, making at most `max_evictions` evictions in all (a client's command:
+    /// [`COMMAND_EVICTIONS`]). A walk is never cut short, so that it makes the moves a replica
+    /// makes without a limit: one starts only if all its `max_iterations` fit, but the first,
+    /// which always may (so a single item is added as it would be without a limit). Once an item
+    /// is refused after its walk with no growth possible, the filter is full and no more walks
+    /// start. An item with no walk goes in only where one of its buckets has an empty slot, as
+    /// it would on a replica, and is refused otherwise, unchanged, and never sent to it.
+    pub fn limited(self, max_evictions: u64) -> Adding<F> {
+        Adding {
+            max_evictions: Some(max_evictions),
+            ..self
+        }
+    }
+
+    /// Whether a walk of up to `max_iterations` evictions may start.
+    #[inline]
+    fn may_walk(&self, max_iterations: u64) -> bool {
+        match self.max_evictions {
+            None => true,
+            Some(max) => self.walks == 0 || self.evictions.saturating_add(max_iterations) <= max,
+        }
+    }
+
+    /// Counts a walk of `evictions`.
+    #[inline]
+    fn walked(&mut self, evictions: u64) {
+        self.walks += 1;
+        self.evictions = self.evictions.saturating_add(evictions);
+    }
+
+    /// An item was refused after its walk and the filter could not grow: no more walks (with a
+    /// limit; without one, every item is still tried as it comes).
+    #[inline]
+    fn found_full(&mut self) {
+        if let Some(max) = &mut self.max_evictions {
+            *max = 0;
+        }
+    }
 }
+
+#[cfg(test)]
+mod tests;

@@ -6,8 +6,9 @@
 //! - [`print`]: an item's hash and fingerprint, and its two buckets, by RedisBloom's rules;
 //! - [`shape`]: parameters, sizing, the bounded error rate and the checks of stored shapes;
 //! - [`table`]: one sub-filter, buckets of fingerprints;
-//! - [`filter`]: [`Cuckoo`], the chain a key holds: insertion with eviction, growth, deletion,
-//!   counting; [`compact`]: moving fingerprints down after deletes, within a bounded budget;
+//! - [`filter`]: [`Cuckoo`], the chain a key holds: insertion with eviction (at most
+//!   [`COMMAND_EVICTIONS`] in a client's command), growth, deletion, counting; [`compact`]:
+//!   moving fingerprints down after deletes, within a bounded budget;
 //! - [`locator`]: where a filter's newest sub-filter lies, as plain numbers, to ask for an
 //!   item's bucket lines before a command has the filter in hand;
 //! - [`stored`]: RedisBloom's RDB encoding 4, field for field; [`dump`]: its `CF.SCANDUMP`
@@ -22,7 +23,7 @@ pub mod shape;
 pub mod stored;
 pub mod table;
 
-pub use filter::{Adding, Cuckoo};
+pub use filter::{Adding, Cuckoo, COMMAND_EVICTIONS};
 pub use locator::Locator;
 pub use print::Print;
 pub use shape::{buckets_for, Bound, Limits, Params};
