@@ -43,7 +43,7 @@ fn an_idle_windowed_key_stays_windowed_and_forgets_what_it_takes_next() {
     assert!(bf_size(&mut conn, "feed") > empty);
     sleep_until(added + 1500);
     // Gone from the filter, and its memory with it; the key stays, without a time to live.
-    wait_for_size(&mut conn, "feed", empty, added + 2500);
+    wait_for_size(&mut conn, "feed", empty, added + 5000);
     assert_eq!(conn.call(&["EXISTS", "feed"]), Frame::Int(1));
     assert_eq!(conn.call(&["PTTL", "feed"]), Frame::Int(-1));
     assert_eq!(conn.call(&["BF.ADD", "feed", "v2"]), Frame::Int(1));
@@ -241,8 +241,8 @@ fn the_sweep_follows_filters_however_they_reach_their_key() {
     ok(&mut conn, &["SELECT", "5"]);
     ok(&mut conn, &["RENAME", "i", "renamed-away"]);
     ok(&mut conn, &["SELECT", "0"]);
-    // Every filter is watched until its parts expire, at the earliest 800 ms after the first add
-    // (five slots of 200 ms): the count is checked only where a busy machine left time for it.
+    // Every filter is watched until its part expires, a window after its last item, so not before
+    // a second after the first add: the count is checked only where a busy machine left time.
     let watched = info_bf(&server, "bf_sweep_keys");
     let moved = now_ms();
     if moved < first_add + 700 {
@@ -265,7 +265,7 @@ fn the_sweep_follows_filters_however_they_reach_their_key() {
 #[test]
 fn a_promoted_replica_and_an_aof_reload_sweep_what_they_brought() {
     // A replica registers what its full sync loads and what it replays, moves included, and
-    // sweeps it once promoted (its primary gone before anything expired: a window of 3 s leaves
+    // sweeps it once promoted (its primary gone before anything expired: a window of 6 s leaves
     // the full sync time).
     let primary = Server::start();
     let replica = Server::start();
@@ -273,7 +273,7 @@ fn a_promoted_replica_and_an_aof_reload_sweep_what_they_brought() {
     for key in ["synced", "replayed"] {
         ok(
             &mut conn,
-            &["BF.RESERVE", key, "0.01", "10000", "WINDOW", "3"],
+            &["BF.RESERVE", key, "0.01", "10000", "WINDOW", "6"],
         );
     }
     let empty = bf_size(&mut conn, "synced");
@@ -288,13 +288,10 @@ fn a_promoted_replica_and_an_aof_reload_sweep_what_they_brought() {
     let mut mirror = replica.conn();
     assert_eq!(info_bf(&replica, "bf_sweep_keys"), 2);
     ok(&mut mirror, &["REPLICAOF", "NO", "ONE"]);
-    assert!(
-        now_ms() < added + 2900,
-        "too slow for a three-second window"
-    );
-    sleep_until(added + 3000);
+    assert!(now_ms() < added + 5900, "too slow for a six-second window");
+    sleep_until(added + 6000);
     for key in ["synced", "replayed-renamed"] {
-        wait_for_size(&mut mirror, key, empty, added + 5500);
+        wait_for_size(&mut mirror, key, empty, added + 10_000);
     }
     assert_eq!(info_bf(&replica, "bf_sweep_keys"), 0);
 
@@ -314,10 +311,14 @@ fn a_promoted_replica_and_an_aof_reload_sweep_what_they_brought() {
         assert!(!conn.call(&["BGREWRITEAOF"]).is_error());
         server.wait_for_aof_rewrite();
         ok(&mut conn, &["DEBUG", "LOADAOF"]);
-        assert_eq!(info_bf(&server, "bf_sweep_keys"), 1, "preamble {preamble}");
-        assert!(now_ms() < added + 900, "too slow for a one-second window");
+        // Registered again, unless a busy machine loaded it past its expiry (then the load
+        // settled it against the clock, with nothing left to sweep).
+        let watched = info_bf(&server, "bf_sweep_keys");
+        if now_ms() < added + 900 {
+            assert_eq!(watched, 1, "preamble {preamble}");
+        }
         sleep_until(added + 1000);
-        wait_for_size(&mut conn, "w", empty, added + 2500);
+        wait_for_size(&mut conn, "w", empty, added + 5000);
     }
 }
 
@@ -363,7 +364,7 @@ fn a_replica_waits_for_its_primarys_sweep_without_spinning() {
     let spent = cpu_ms(&mut mirror) - before;
     let baseline = cpu_ms(&mut idle_conn) - idle_before;
     assert!(
-        spent < baseline + 15.0,
+        spent < baseline + 50.0,
         "the idle replica used {spent} ms of CPU in 3 s, a server with no key {baseline} ms"
     );
     replica.catch_up(&primary);
