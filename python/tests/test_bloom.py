@@ -14,7 +14,7 @@ from redis.exceptions import ResponseError
 from redis_bf import BloomFilter, BloomFilterError, FilterOptions, KeyTypeError
 from redis_bf.bloom import as_bool, as_bools, info_dict
 
-from conftest import commandstats, info
+from conftest import commandstats, info, layout
 
 
 def reference_size(client: redis.Redis, error_rate: float, capacity: int) -> int:
@@ -203,6 +203,41 @@ def test_options_are_checked_before_any_command() -> None:
     windowed = FilterOptions(10, 0.01, 3600)
     assert windowed.reserve_args() == [0.01, 10, "WINDOW", 3600]
     assert windowed.insert_args() == ["CAPACITY", 10, "ERROR", 0.01, "WINDOW", 3600]
+
+
+def test_the_layout_is_given_at_creation(r: redis.Redis) -> None:
+    blocked = BloomFilter(r, "blocked", 1000, 0.01, layout="blocked")
+    assert repr(blocked) == (
+        "BloomFilter(key='blocked', capacity=1000, error_rate=0.01, layout='blocked')"
+    )
+    assert blocked.options.reserve_args() == [0.01, 1000, "LAYOUT", "BLOCKED"]
+    assert blocked.options.insert_args() == [
+        *("CAPACITY", 1000, "ERROR", 0.01, "LAYOUT", "BLOCKED")
+    ]
+    # The first write creates it so, as create() does.
+    assert blocked.add("a") is True
+    assert layout(r, "blocked") == b"blocked"
+    # "classic" where the server's bf.layout says blocked; None takes the server's.
+    r.config_set("bf.layout", "blocked")
+    classic = BloomFilter(r, "classic", 1000, 0.01, layout="classic")
+    assert classic.create() is True
+    assert layout(r, "classic") == b"classic"
+    assert BloomFilter(r, "server's", 1000, 0.01).add_many(["a", "b"]) == [True, True]
+    assert layout(r, "server's") == b"blocked"
+    # Windowed and sharded filters take it too: every shard is made so.
+    windowed = BloomFilter(r, "feed", 1000, 0.01, window=60, layout="classic")
+    assert windowed.add("a") is True
+    assert layout(r, "feed") == b"classic"
+    sharded = BloomFilter(r, "sharded", 3000, 0.01, layout="classic", shards=3)
+    assert sharded.create() is True
+    for key in sharded.keys:
+        assert layout(r, key) == b"classic"
+    # Only at creation: an existing filter keeps its own.
+    assert BloomFilter(r, "blocked", 1000, 0.01, layout="classic").add("b") is True
+    assert layout(r, "blocked") == b"blocked"
+    for bad in ("BLOCKED", "compact", ""):
+        with pytest.raises(ValueError, match="layout must be 'classic' or 'blocked'"):
+            BloomFilter(r, "bad", 1000, 0.01, layout=bad)
 
 
 def test_a_windowed_filter_forgets_an_item_after_its_window(r: redis.Redis) -> None:

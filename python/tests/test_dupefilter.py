@@ -27,7 +27,7 @@ from redis_bf import BloomFilterError, CuckooFilter, FilterMismatchError, KeyTyp
 from redis_bf._core import cuckoo_info
 from redis_bf.scrapy import RetryForgetMiddleware, RFPDupeFilter, forget
 
-from conftest import commandstats, info
+from conftest import commandstats, info, layout
 
 URL = "http://shop.example/item?b=2&a=1"
 
@@ -88,6 +88,24 @@ def test_settings(server: Any) -> None:
     assert r.keys("*") == [b"crawl:shop:seen"]
     assert info(r, "crawl:shop:seen")["Capacity"] == 5000
     assert info(r, "crawl:shop:seen")["Size"] == reference_size(r, 0.001, 5000)
+
+
+def test_the_layout_setting(server: Any, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="redis_bf.scrapy")
+    RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_LAYOUT="blocked"))
+    r = server.client()
+    assert layout(r, "shop:dupefilter") == b"blocked"
+    size = info(r, "shop:dupefilter")["Size"]
+    assert (
+        f"Bloom filter dupefilter: created shop:dupefilter (capacity 100000, error rate 1e-06, "
+        f"layout blocked, {size} bytes)" in caplog.messages
+    )
+    with pytest.raises(ValueError, match="layout must be 'classic' or 'blocked'"):
+        RFPDupeFilter.from_spider(make_spider(server, BLOOMFILTER_LAYOUT="fast"))
+    with pytest.raises(ValueError, match="BLOOMFILTER_LAYOUT goes with a Bloom filter"):
+        RFPDupeFilter.from_spider(
+            make_spider(server, BLOOMFILTER_KIND="cuckoo", BLOOMFILTER_LAYOUT="blocked")
+        )
 
 
 def test_bad_settings_fail_at_start(server: Any) -> None:

@@ -34,6 +34,10 @@ def window_seconds(value: Any, name: str = "window") -> int | None:
     return int(seconds) or None
 
 
+# The layouts BF.RESERVE and BF.INSERT take (LAYOUT), as the package spells them.
+LAYOUTS = ("classic", "blocked")
+
+
 @dataclass(frozen=True)
 class FilterOptions:
     """How a missing filter is created.
@@ -45,14 +49,24 @@ class FilterOptions:
     remembered for at least ``window`` seconds and forgotten by 1.25 x ``window``, and
     ``capacity`` counts the items of one window. It is kept as seconds; None, 0 and
     ``timedelta(0)`` mean no window.
+
+    ``layout`` (``"classic"`` or ``"blocked"``, optional) is the filter's layout (``LAYOUT``): a
+    blocked filter keeps an item's bits in one cache line, faster on filters bigger than the
+    caches for about 5% more memory, and RedisBloom cannot read it. None: the server's
+    ``bf.layout``. Like the rest, it applies only when the filter is created.
     """
 
     capacity: int
     error_rate: float
     window: int | None = None
+    layout: str | None = None
 
     def __init__(
-        self, capacity: int, error_rate: float, window: int | timedelta | None = None
+        self,
+        capacity: int,
+        error_rate: float,
+        window: int | timedelta | None = None,
+        layout: str | None = None,
     ) -> None:
         if isinstance(capacity, bool) or not isinstance(capacity, int):
             raise TypeError(f"capacity must be an int, not {type(capacity).__name__}")
@@ -73,24 +87,33 @@ class FilterOptions:
                 f"window must be from 1 to {MAX_WINDOW} seconds (ten years), or 0 or None for "
                 f"none, not {window!r}"
             )
+        if layout is not None and layout not in LAYOUTS:
+            raise ValueError(
+                f"layout must be 'classic' or 'blocked' (or None for the server's bf.layout), "
+                f"not {layout!r}"
+            )
         object.__setattr__(self, "capacity", capacity)
         object.__setattr__(self, "error_rate", error_rate)
         object.__setattr__(self, "window", seconds)
+        object.__setattr__(self, "layout", layout)
 
-    def window_args(self) -> list[Any]:
-        return [] if self.window is None else ["WINDOW", self.window]
+    def optional_args(self) -> list[Any]:
+        """The creation arguments after the error rate and capacity: ``WINDOW``, ``LAYOUT``."""
+        window = [] if self.window is None else ["WINDOW", self.window]
+        layout = [] if self.layout is None else ["LAYOUT", self.layout.upper()]
+        return [*window, *layout]
 
     def reserve_args(self) -> list[Any]:
         """``BF.RESERVE key <these>``."""
-        return [float(self.error_rate), self.capacity, *self.window_args()]
+        return [float(self.error_rate), self.capacity, *self.optional_args()]
 
     def insert_args(self) -> list[Any] | None:
         """``BF.INSERT key <these> ITEMS ...``: applied only when the call creates the filter."""
-        return ["CAPACITY", self.capacity, "ERROR", float(self.error_rate), *self.window_args()]
+        return ["CAPACITY", self.capacity, "ERROR", float(self.error_rate), *self.optional_args()]
 
     def resized(self, capacity: int) -> FilterOptions:
         """The same filter for another capacity (a shard's)."""
-        return FilterOptions(capacity, self.error_rate, self.window)
+        return FilterOptions(capacity, self.error_rate, self.window, self.layout)
 
     def identity(self) -> dict[str, Any]:
         """What every process of a sharded filter must give alike (kept at its key)."""
@@ -99,7 +122,8 @@ class FilterOptions:
     def describe(self) -> str:
         """The parameters, for a ``repr``."""
         window = "" if self.window is None else f", window={self.window}"
-        return f"capacity={self.capacity}, error_rate={self.error_rate}{window}"
+        layout = "" if self.layout is None else f", layout={self.layout!r}"
+        return f"capacity={self.capacity}, error_rate={self.error_rate}{window}{layout}"
 
 
 # A cuckoo filter's parameters, as the module takes them (src/cuckoo/create.rs).

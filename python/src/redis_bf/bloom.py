@@ -215,6 +215,7 @@ class BloomFilterBase(FilterBase):
         error_rate: float,
         *,
         window: int | timedelta | None = None,
+        layout: str | None = None,
         shards: int | None = None,
         batch_size: int = 1000,
         pipeline_size: int = 16,
@@ -224,7 +225,7 @@ class BloomFilterBase(FilterBase):
         super().__init__(
             client,
             key,
-            FilterOptions(capacity, error_rate, window),
+            FilterOptions(capacity, error_rate, window, layout),
             Core,
             shards=shards,
             batch_size=batch_size,
@@ -246,6 +247,10 @@ class BloomFilter(Runner, BloomFilterBase):
     The filter scales: past ``capacity`` it adds sub-filters and keeps its false-positive rate
     below ``error_rate``. An existing filter is used as it is (its own capacity, error rate and
     window).
+
+    ``layout="blocked"`` makes a filter that keeps an item's bits in one cache line: faster on
+    filters bigger than the server's caches, for about 5% more memory, and one RedisBloom cannot
+    read; ``"classic"`` the default layout; None (the default) the server's ``bf.layout``.
 
     With ``window``, an item added at t is held until at least t + window and forgotten by
     t + 1.25 x window, after which ``add`` answers True for it again; ``capacity`` is the items
