@@ -20,6 +20,11 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export const SERVERS_DIR = path.join(ROOT, 'target/node-servers');
 const run = promisify(execFile);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// node-redis 6 gives up on a command after 5 s (its default): a busy machine (a CI run beside other
+// work) answered a 50,000-item batch later than that. The tests' clients wait 30 s; a killed
+// server still fails its commands at once (the connection is refused).
+const PATIENT = { timeout: 30_000 };
 let started = 0;
 
 /** The module the servers load. */
@@ -81,7 +86,7 @@ export class RedisServer {
 
   /** A connected node-redis client of this server (RESP2 unless told: node-redis says RESP3). */
   async client(options = {}) {
-    const client = createClient({ url: this.url, RESP: 2, ...options });
+    const client = createClient({ url: this.url, RESP: 2, commandOptions: PATIENT, ...options });
     client.on('error', () => {}); // a killed server: the commands fail, the test says so
     await client.connect();
     return client;
@@ -247,7 +252,7 @@ export class RedisCluster {
   /** A connected node-redis cluster client (RESP2 unless told), started from the first master. */
   async client(options = {}) {
     const [first] = await this.masters();
-    const cluster = createCluster({ rootNodes: [{ url: first.url }], RESP: 2, ...options });
+    const cluster = createCluster({ rootNodes: [{ url: first.url }], RESP: 2, commandOptions: PATIENT, ...options });
     cluster.on('error', () => {});
     await cluster.connect();
     return cluster;
