@@ -30,6 +30,7 @@ mod compaction;
 mod creation;
 mod cuckoo;
 mod filter_core;
+mod held;
 mod huge_pages;
 mod layout;
 mod memory;
@@ -46,7 +47,7 @@ fn main() {
     let mut rows = Vec::new();
 
     // BENCH_ONLY=commands,persistence runs some sections (core, commands, batches, redisbloom,
-    // cuckoo, callgrind, bounded, compaction, creation, memory, window, layout, hugepages,
+    // cuckoo, held, callgrind, bounded, compaction, creation, memory, window, layout, hugepages,
     // persistence); all by default.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let wanted = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
@@ -65,6 +66,9 @@ fn main() {
     }
     if wanted("cuckoo") {
         cuckoo::rows(&server, &mut rows);
+    }
+    if wanted("held") {
+        held::rows(&server, &mut rows);
     }
     if wanted("callgrind") {
         callgrind::rows(&mut rows);
