@@ -15,7 +15,7 @@ SERVERS_DIR := target/servers
 ARM64_DIR := target/arm64
 
 .PHONY: all help deps deps-run deps-dist build install dist wheel run test check lint unit integration \
-	matrix clients python-test bench python-bench fuzz clean
+	matrix clients python-test node-test bench python-bench fuzz clean
 
 all: build
 
@@ -27,10 +27,11 @@ help:
 	@echo 'make run           build the module and start redis-server with it, on 6379 or the next'
 	@echo '                   free port (it prints it; PORT=7000 make run to choose); needs: the'
 	@echo '                   Debian packages $(RUN_PACKAGES) (installed when run as root)'
-	@echo 'make test          everything CI checks: formatting, clippy, unit, integration, client and'
-	@echo '                   Python tests; needs what run needs, plus $(TEST_PACKAGES), Node.js, and'
-	@echo '                   downloads (Redis 8.2, Valkey 8.0 and 9.1, arm64 redis-server, pinned'
-	@echo '                   clients) under target/'
+	@echo 'make test          everything CI checks: formatting, clippy, unit, integration, client,'
+	@echo '                   Python and Node tests; needs what run needs, plus $(TEST_PACKAGES),'
+	@echo '                   Node.js, and downloads (Redis 8.2, Valkey 8.0 and 9.1, arm64'
+	@echo '                   redis-server, pinned clients under target/; npm packages into'
+	@echo '                   node_modules of node/ and examples/crawlee_crawl)'
 	@echo 'make check         the quick inner loop: formatting, clippy, import cycles, unit tests'
 	@echo 'make lint          formatting, clippy, import cycles (needs what test needs)'
 	@echo 'make unit          the unit tests of both crates (needs what test needs)'
@@ -41,22 +42,30 @@ help:
 	@echo 'make python-test   the Python package'"'"'s tests (python/), in a venv under target/ with the'
 	@echo '                   pinned scrapy, scrapy-redis and redis-py (downloaded); needs what run'
 	@echo '                   needs, plus python3-venv'
+	@echo 'make node-test     the Node package'"'"'s tests (node/) and the crawlee crawl'"'"'s'
+	@echo '                   (examples/crawlee_crawl), with their npm dependencies as locked'
+	@echo '                   (downloaded into their node_modules); needs what run needs, plus'
+	@echo '                   Node.js and npm (where the machine'"'"'s is older than 20, Node 20 from'
+	@echo '                   PyPI into target/tools)'
 	@echo 'make clients       download what the client and server tests drive, under target/: pinned'
 	@echo '                   redis-py and node-redis, Redis 8.2, Valkey 8.0 and 9.1, arm64 redis-server'
 	@echo 'make build         build $(MODULE), as plain make and make all do'
 	@echo '                   (needs what run needs)'
 	@echo 'make install       build, then copy the module to $$(PREFIX)/lib/redis/ (PREFIX=$(PREFIX))'
-	@echo 'make dist          x86_64 and aarch64 tarballs (glibc 2.17+) in target/dist; needs what'
-	@echo '                   run needs, plus python3-venv (for Zig, installed under target/tools)'
+	@echo 'make dist          x86_64 and aarch64 tarballs (glibc 2.17+) in target/dist; needs only'
+	@echo '                   cargo (rustup'"'"'s) and python3 with venv, no root, no C compiler or'
+	@echo '                   clang: Zig, cargo-zigbuild and libclang come from PyPI into target/tools'
 	@echo 'make wheel         the Python wheels in target/wheels: the client package and the module'
-	@echo '                   for Linux x86_64 and aarch64 (needs what dist needs)'
+	@echo '                   for Linux x86_64 and aarch64; needs what dist needs (setuptools comes'
+	@echo '                   from PyPI into target/tools)'
 	@echo 'make bench         benchmarks (REDISBLOOM_SO=... to compare with RedisBloom), then'
 	@echo '                   python-bench'
 	@echo 'make python-bench  the crawler benchmark of the Python package alone (about 20 minutes;'
 	@echo '                   needs what python-test needs)'
 	@echo 'make fuzz          fuzzing, FUZZ_SECONDS per target (default 60)'
 	@echo 'make deps-run      install the Debian packages run needs (as root; otherwise names them)'
-	@echo 'make deps-dist     deps-run, and python3-venv for dist'
+	@echo 'make deps-dist     install python3-venv, the one Debian package dist and wheel need'
+	@echo '                   besides cargo (as root; otherwise names it)'
 	@echo 'make deps          deps-run, and what test needs: $(TEST_PACKAGES), Node.js'
 	@echo 'make clean         remove build output'
 
@@ -70,8 +79,9 @@ install: build
 deps-run:
 	@scripts/packages.sh $(RUN_PACKAGES)
 
-# What make dist needs besides: python3-venv, for Zig and cargo-zigbuild under target/tools.
-deps-dist: deps-run
+# All make dist and make wheel need besides cargo: python3-venv, for the tools under target/tools.
+# They do not depend on it, so that they run without root wherever python3 has venv.
+deps-dist:
 	@scripts/packages.sh python3-venv
 
 # Everything the tests need too: the Debian packages and Node.js.
@@ -89,14 +99,16 @@ $(MODULE): build
 
 # target/dist/redis-bf-<version>-linux-{x86_64,aarch64}.tar.gz (and .sha256): the module built with
 # cargo-zigbuild for glibc 2.17+ on both architectures (scripts/dist.sh; it first installs
-# cargo-zigbuild, Zig and Rust's aarch64 std under target/tools: scripts/zig-tools.sh).
-dist: deps-dist
+# cargo-zigbuild, Zig, libclang and pyelftools under target/tools, and Rust's aarch64 std:
+# scripts/zig-tools.sh). No root, no C toolchain, no clang: cargo and python3 are enough.
+dist:
 	scripts/dist.sh target/dist
 
 # target/wheels: redis_bf-<version>-py3-none-any.whl (python/, pure Python) and
 # redis_bf_module-<version>-py3-none-manylinux_2_17_<arch>... for x86_64 and aarch64, the module of
-# make dist's build (scripts/wheel.sh). pip install --find-links target/wheels 'redis-bf[server]'.
-wheel: deps-dist
+# make dist's build (scripts/wheel.sh), and the client built with setuptools alone (in
+# target/tools/setuptools). pip install --find-links target/wheels 'redis-bf[server]'.
+wheel:
 	scripts/wheel.sh target/wheels
 
 # Starts redis-server in the foreground with the module (Ctrl-C stops it), on a port it names.
@@ -172,14 +184,21 @@ matrix: build clients
 python-test: build
 	REDIS_BF_MODULE=$(CURDIR)/$(MODULE) scripts/python-tests.sh
 
+# The Node package (node/) and the crawlee crawl (examples/crawlee_crawl): their npm dependencies
+# exactly as locked (npm ci, into node_modules of each), then node --test, each test on its own
+# redis-server (or cluster) with the module.
+node-test: build
+	REDIS_BF_MODULE=$(CURDIR)/$(MODULE) scripts/node-tests.sh
+
 # Every suite runs even when one fails, and make fails if any did: the whole Rust suite on
 # Debian's Redis 7.0, the server matrix (scripts/matrix.sh: the server suites again on Redis 8.2,
-# Valkey 8.0 and Valkey 9.1), the Python package's tests.
+# Valkey 8.0 and Valkey 9.1), the Python package's tests, the Node package's tests.
 test: lint build clients
 	@status=0; \
 	cargo test --workspace --no-fail-fast || status=1; \
 	scripts/matrix.sh || status=1; \
 	REDIS_BF_MODULE=$(CURDIR)/$(MODULE) scripts/python-tests.sh || status=1; \
+	REDIS_BF_MODULE=$(CURDIR)/$(MODULE) scripts/node-tests.sh || status=1; \
 	exit $$status
 
 # Benchmarks (never part of `make test`): the core against the bloomfilter crate (criterion), then

@@ -136,15 +136,13 @@ fn init(ctx: *mut redis_module::raw::RedisModuleCtx, args: &[&[u8]]) -> Result<(
     glue::module::set_options(ctx);
     glue::info::register(ctx);
     glue::command::register(ctx, COMMANDS)?;
-    glue::background::subscribe(ctx, &BACKGROUND)
+    glue::background::register(&BACKGROUND);
+    Ok(())
 }
 
 /// What the module does outside commands: the sweep of idle windowed filters (see [`bloom::sweep`]).
 static BACKGROUND: glue::background::Handlers = glue::background::Handlers {
     timer: bf::window::on_timer,
-    keyspace: bf::window::on_event,
-    swapdb: bf::sweep::on_swapdb,
-    flush: bf::sweep::on_flush,
 };
 
 // Inside Redis every byte goes through the server's allocator. Unit tests, and the fuzzers that

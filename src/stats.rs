@@ -2,7 +2,9 @@
 //! adds, item lookups and error replies since the server started.
 //!
 //! Filters are counted where they enter the keyspace (created by a command, loaded from RDB or
-//! RESTORE, copied) and where they leave it (freed, possibly on a lazy-free thread: hence atomics).
+//! RESTORE, copied) and where they leave it (freed, possibly on a lazy-free thread: hence atomics):
+//! the data type's own callbacks, so that no keyspace event is needed (RENAME, MOVE and SWAPDB
+//! change no count).
 
 use crate::size::{cuckoo_memory_usage, memory_usage};
 use filters::bloom::Filter;
@@ -56,7 +58,7 @@ pub fn generations_expired(count: usize) {
     count_up(&EXPIRED_GENERATIONS, count as u64);
 }
 
-/// The sweep watches `count` keys.
+/// The sweep watches `count` windowed filters.
 pub fn sweep_keys(count: usize) {
     SWEEP_KEYS.store(count as u64, Ordering::Relaxed);
 }
@@ -125,7 +127,7 @@ pub fn error_replied() {
 
 /// What INFO shows, section `bf` (the server prefixes each name with it): `bf_filters`,
 /// `bf_windowed_filters`, `bf_bytes`, `bf_adds`, `bf_lookups`, `bf_errors`,
-/// `bf_expired_generations`, `bf_sweep_keys` (windowed keys the sweep watches) and
+/// `bf_expired_generations`, `bf_sweep_keys` (windowed filters the sweep watches) and
 /// `bf_swept_parts` (parts of idle filters it dropped); then the cuckoo filters': `bf_cf_filters`,
 /// `bf_cf_bytes`, `bf_cf_adds`, `bf_cf_lookups`, `bf_cf_deletes`, `bf_cf_evictions` (fingerprints
 /// adds moved to make room, undone ones included; errors count in `bf_errors`).

@@ -21,7 +21,7 @@ use common::chunks::{
 };
 use common::payload::{Envelope, Field};
 use common::rng::{mangle, Rng};
-use common::{debug_fields, digest, used_memory, Conn, Frame, Options, Server};
+use common::{command_usec, debug_fields, digest, used_memory, Conn, Frame, Options, Server};
 use filters::cuckoo::dump::Header;
 use filters::cuckoo::print::{Hashing, Print};
 use filters::cuckoo::table::table_bytes;
@@ -565,19 +565,21 @@ fn claims_of_huge_filters_are_refused_before_anything_is_allocated_for_them() {
     ];
     for (what, shape) in claims {
         let payload = envelope.payload(&shape.fields());
-        let started = Instant::now();
-        assert_eq!(
-            restore(&mut conn, "huge", &payload),
-            Frame::error(BAD_DATA),
-            "{what}"
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(1),
-            "{what}: {:?}",
-            started.elapsed()
-        );
-        assert_eq!(conn.call(&["EXISTS", "huge"]), Frame::Int(0));
-        still_answers(&mut conn);
+        // Refused at once: timed by the server itself (INFO commandstats: the call alone, not
+        // this test's waits for a busy machine's scheduler), the fastest of three refusals.
+        let mut fastest = f64::INFINITY;
+        for _ in 0..3 {
+            assert_eq!(conn.call(&["CONFIG", "RESETSTAT"]), Frame::ok());
+            assert_eq!(
+                restore(&mut conn, "huge", &payload),
+                Frame::error(BAD_DATA),
+                "{what}"
+            );
+            fastest = fastest.min(command_usec(&mut conn, "RESTORE"));
+            assert_eq!(conn.call(&["EXISTS", "huge"]), Frame::Int(0));
+            still_answers(&mut conn);
+        }
+        assert!(fastest < 1e6, "{what}: {fastest} µs");
     }
     assert!(
         (used_memory(&mut conn) - baseline).abs() < 1 << 20,

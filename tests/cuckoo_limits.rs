@@ -5,23 +5,24 @@
 //! and a refusal names a size that exists, or says in words that none can be counted.
 //!
 //! The time bounds only catch a stall: each is twenty times or more what the command takes here,
-//! and a quarter or less of what it took before the budget counted every probe.
+//! and a quarter or less of what it took before the budget counted every probe. Each is held by the
+//! fastest of several runs of the command on copies of the same filter, as the server timed them
+//! (`INFO commandstats`), which a busy machine's scheduling does not slow by seconds every time.
 
 mod common;
 
 use common::payload::{Envelope, Field};
-use common::{info_bf, Conn, Frame, Options, Server};
+use common::{fastest_on_copies, info_bf, Conn, Frame, Options, Server};
 use filters::cuckoo::print::{Hashing, Print};
 use filters::cuckoo::Cuckoo;
-use std::time::{Duration, Instant};
 
 fn call(conn: &mut Conn, line: &str) -> Frame {
     conn.call(&line.split(' ').collect::<Vec<_>>())
 }
 
-/// What one compaction may take here, at most: catches a walk in proportion to the sub-filters
-/// times the slots (seconds), not a slow machine.
-const STALL: Duration = Duration::from_millis(1000);
+/// What one compaction may take here, at most, in microseconds of the server's time: catches a
+/// walk in proportion to the sub-filters times the slots (seconds), not a slow machine.
+const STALL_USEC: f64 = 1_000_000.0;
 
 /// The fingerprint of `item` in a filter made without ERROR.
 fn fingerprint(item: &[u8]) -> u8 {
@@ -49,29 +50,22 @@ fn envelope(conn: &mut Conn) -> Envelope {
     Envelope::from_dump(&payload)
 }
 
-/// Runs `command` on one connection while another sends PING; both waits, with the reply.
-fn with_ping(server: &Server, command: &str) -> (Frame, Duration, Duration) {
-    let mut conn = server.conn();
-    let mut other = server.conn();
-    std::thread::scope(|scope| {
-        let running = scope.spawn(move || {
-            let started = Instant::now();
-            let reply = call(&mut conn, command);
-            (reply, started.elapsed())
-        });
-        std::thread::sleep(Duration::from_millis(2));
-        let started = Instant::now();
-        assert_eq!(other.call(&["PING"]), Frame::simple("PONG"));
-        let ping = started.elapsed();
-        let (reply, took) = running.join().unwrap();
-        (reply, took, ping)
-    })
-}
-
-fn assert_no_stall(what: &str, (reply, took, ping): (Frame, Duration, Duration), expected: Frame) {
-    assert_eq!(reply, expected, "{what}");
-    assert!(took < STALL, "{what} took {took:?}");
-    assert!(ping < STALL, "a PING waited {ping:?} during {what}");
+/// Runs `command` (`verb key args...`) on the filter at its key as it is now, three times (two
+/// copies, then the key itself: see [`fastest_on_copies`]): each run answers `expected`, and the
+/// fastest, as the server timed it, is under [`STALL_USEC`]. A compaction's moves are a function
+/// of the filter alone, so each run does the same work.
+fn assert_no_stall(conn: &mut Conn, command: &str, expected: Frame) {
+    let words: Vec<&str> = command.split(' ').collect();
+    let (replies, fastest) = fastest_on_copies(conn, words[1], words[0], 3, |conn, key| {
+        let mut on_key = words.clone();
+        on_key[1] = key;
+        conn.call(&on_key)
+    });
+    assert_eq!(replies, vec![expected; 3], "{command}");
+    assert!(
+        fastest < STALL_USEC,
+        "{command} took {fastest} µs at the fastest"
+    );
 }
 
 fn debug(conn: &mut Conn, key: &str) -> String {
@@ -93,17 +87,9 @@ fn no_compaction_of_a_restored_filter_stalls_the_server() {
         Frame::ok()
     );
     let before = debug(&mut conn, "full");
-    assert_no_stall(
-        "CF.COMPACT full",
-        with_ping(&server, "CF.COMPACT full"),
-        Frame::ok(),
-    );
+    assert_no_stall(&mut conn, "CF.COMPACT full", Frame::ok());
     assert_eq!(debug(&mut conn, "full"), before, "nothing could move");
-    assert_no_stall(
-        "CF.COMPACT full",
-        with_ping(&server, "CF.COMPACT full"),
-        Frame::ok(),
-    );
+    assert_no_stall(&mut conn, "CF.COMPACT full", Frame::ok());
 
     // A third of them full, a third empty, a third holding one fingerprint, and a count of 10
     // items: a delete compacts (10% deleted), and every fingerprint of the last third has room,
@@ -116,11 +102,7 @@ fn no_compaction_of_a_restored_filter_stalls_the_server() {
         conn.call(&[b"RESTORE".as_slice(), b"split", b"0", &split]),
         Frame::ok()
     );
-    assert_no_stall(
-        "CF.DEL split x",
-        with_ping(&server, "CF.DEL split x"),
-        Frame::Int(1),
-    );
+    assert_no_stall(&mut conn, "CF.DEL split x", Frame::Int(1));
     let fields = debug(&mut conn, "split");
     assert!(fields.contains("items:9 deletes:0 "), "{fields}");
     // The compaction moved fingerprints into the empty third and freed the sub-filters it
@@ -137,11 +119,7 @@ fn no_compaction_of_a_restored_filter_stalls_the_server() {
     );
     // Further compactions go on where it stopped, each as bounded, losing nothing.
     for _ in 0..3 {
-        assert_no_stall(
-            "CF.COMPACT split",
-            with_ping(&server, "CF.COMPACT split"),
-            Frame::ok(),
-        );
+        assert_no_stall(&mut conn, "CF.COMPACT split", Frame::ok());
     }
     assert_eq!(call(&mut conn, "CF.EXISTS split x"), Frame::Int(1));
     assert_eq!(conn.call(&["PING"]), Frame::simple("PONG"));
@@ -169,35 +147,26 @@ fn no_compaction_of_a_filter_grown_with_default_settings_stalls_the_server() {
     }
     let fields = debug(&mut conn, "f");
     assert!(fields.contains("filters:32 "), "{fields}");
-    // About a millisecond each here (RedisBloom's walk: 76 to 92 ms on the same machine); the
-    // fastest of three is held to a fifth of that, which a busy machine's scheduling does not
-    // reach three times running.
-    let fastest = (0..3)
-        .map(|_| {
-            let (reply, took, ping) = with_ping(&server, "CF.COMPACT f");
-            assert_no_stall("CF.COMPACT f", (reply, took, ping), Frame::ok());
-            took
-        })
-        .min()
-        .unwrap();
-    assert!(fastest < Duration::from_millis(20), "{fastest:?}");
+    // About a millisecond each here (RedisBloom's walk: 76 to 92 ms on the same machine). Timed
+    // by the server itself (INFO commandstats: the call alone, not this test's threads waiting
+    // for their turn), the fastest of five compactions of the same filter is held to a fifth of
+    // that, which a busy machine's scheduling does not reach five times running.
+    let (replies, fastest) = fastest_on_copies(&mut conn, "f", "CF.COMPACT", 5, |conn, key| {
+        conn.call(&["CF.COMPACT", key])
+    });
+    assert_eq!(replies, vec![Frame::ok(); 5]);
+    assert!(fastest < 20_000.0, "{fastest} µs");
     // Deletes of a tenth of the items, each compacting now and then, all bounded.
     let deletes: Vec<Vec<String>> = (0..next)
         .step_by(10)
         .map(|i| vec!["CF.DEL".into(), "f".into(), format!("item:{i}")])
         .collect();
-    let started = Instant::now();
+    // Timed by the server, on average (5 ms each would be 8 minutes).
+    assert_eq!(conn.call(&["CONFIG", "RESETSTAT"]), Frame::ok());
     common::pipeline(&mut conn, &deletes);
-    let per_delete = started.elapsed() / deletes.len() as u32;
-    assert!(
-        per_delete < Duration::from_millis(5),
-        "{per_delete:?} per delete"
-    );
-    assert_no_stall(
-        "CF.COMPACT f",
-        with_ping(&server, "CF.COMPACT f"),
-        Frame::ok(),
-    );
+    let per_delete = common::command_usec(&mut conn, "CF.DEL") / deletes.len() as f64;
+    assert!(per_delete < 5_000.0, "{per_delete} µs per delete");
+    assert_no_stall(&mut conn, "CF.COMPACT f", Frame::ok());
     assert_eq!(call(&mut conn, "CF.EXISTS f item:1"), Frame::Int(1));
 }
 
@@ -292,22 +261,22 @@ fn an_item_refused_at_a_size_limit_makes_its_evictions_once() {
     );
     // Each refused item: its 500 evictions (undone), once.
     assert_each_refusal_costs(&mut conn, "limited", &text, 500);
-    // CF.INSERT: each refused item of a batch counts its 500 once too (an item that found room
-    // counts fewer).
+    // CF.INSERT: the first refused item of a batch counts its 500 once too, and shows the filter
+    // full (it cannot grow past the limit): the items after it make no evictions (issue 52), so
+    // the batch counts those 500 and at most 500 more for each item added before it.
     let before = evictions(&server);
     let mut insert = vec!["CF.INSERT".to_string(), "limited".into(), "ITEMS".into()];
     insert.extend((0..20).map(|i| format!("batch:{i}")));
     let reply = conn.call(&insert);
-    let refusals = reply
+    let first = reply
         .items()
         .iter()
-        .filter(|a| **a == Frame::Int(-1))
-        .count() as u64;
+        .position(|a| *a == Frame::Int(-1))
+        .unwrap_or_else(|| panic!("no refusal: {reply:?}")) as u64;
     let added = evictions(&server) - before;
-    assert!(refusals > 0, "{reply:?}");
     assert!(
-        (refusals * 500..refusals * 500 + (20 - refusals) * 500).contains(&added),
-        "{added} evictions for {refusals} refused items: {reply:?}"
+        (500..=500 + first * 500).contains(&added),
+        "{added} evictions, the first refusal at {first}: {reply:?}"
     );
 
     // The same buckets with EXPANSION 0 (refused as full, never grown): the same 500 per item.

@@ -6,12 +6,15 @@
 //! keep, use, replace and outlive hints of where big filters lie), the other as `BF.MADD`/
 //! `BF.MEXISTS` of that one item (which never hash early). The keys cover both layouts, a windowed
 //! filter, one name in two databases with two hashings (this module's and RedisBloom's, imported),
-//! two names of one tag, a filter that grows under its hint, and keys deleted (lazily freed),
-//! renamed, swapped with another database, flushed, restored, reloaded and made again with other
-//! parameters. Each key also takes runs of lookups that all find their item and runs that find
-//! none (a crawler's checks of links mostly seen, then of new ones), so that its lookups ask for
-//! every probe's line early, then for the first few again (`HeldShare`), with the answers
-//! unchanged either way.
+//! two names of one tag, a filter that grows under its hint, and every way a filter leaves a key
+//! or comes into one without a command of this module (the module hears of none of them: a hint
+//! only ever says where to prefetch from): deleted and unlinked (lazily freed), expired, evicted,
+//! renamed, moved, copied (over a key, into another database), swapped with another database,
+//! flushed, restored over a key, reloaded from RDB and from the AOF, each made again with other
+//! parameters; then a replica of each, filled by a full sync, answers the same lookups. Each key
+//! also takes runs of lookups that all find their item and runs that find none (a crawler's checks
+//! of links mostly seen, then of new ones), so that its lookups ask for every probe's line early,
+//! then for the first few again (`HeldShare`), with the answers unchanged either way.
 
 mod common;
 
@@ -233,6 +236,41 @@ fn script(rng: &mut Rng) -> Vec<Step> {
     steps.push(step(0, "BF.RESERVE moved 0.01 10"));
     keys.extend([(0, "big".to_string()), (0, "moved".to_string())]);
     steps.extend(singles(rng, &keys, 4000));
+    // The other ways a filter leaves its key or comes into one without a command of this module
+    // (the module hears of none of them): UNLINK (freed lazily) and made again; expired and made
+    // again; evicted (the only key with a time to live, under volatile-ttl) and made again.
+    steps.push(step(1, "UNLINK big"));
+    steps.push(step(1, "BF.RESERVE big 0.01 1000000 LAYOUT BLOCKED"));
+    steps.push(step(1, "PEXPIRE small 1"));
+    steps.push(step(1, "DEBUG SLEEP 0.01"));
+    steps.push(step(1, "BF.RESERVE small 0.01 2000000"));
+    for line in [
+        "CONFIG SET maxmemory-policy volatile-ttl",
+        "PEXPIRE windowed 100000000",
+        "CONFIG SET maxmemory 1",
+        "PING",
+        "CONFIG SET maxmemory 0",
+        "BF.RESERVE windowed 0.01 4000000 WINDOW 315360000",
+    ] {
+        steps.push(step(1, line));
+    }
+    steps.extend(singles(rng, &keys, 3000));
+    // COPY over a key and into another database under the same name, MOVE, RESTORE over a key
+    // (one big filter's dump in place of a small one's, and the other way), then the AOF loaded
+    // again (every filter in new memory).
+    steps.push(step(1, &format!("COPY moved {} REPLACE", SAME_TAG[0])));
+    steps.push(step(1, "COPY big big DB 0 REPLACE"));
+    steps.push(step(1, &format!("MOVE {} 0", SAME_TAG[1])));
+    for (db, key) in keys.iter_mut() {
+        if key == SAME_TAG[1] {
+            *db = 0;
+        }
+    }
+    steps.push(step(0, "DUMP-RESTORE moved big"));
+    steps.push(step(1, "DUMP-RESTORE big moved"));
+    steps.extend(singles(rng, &keys, 3000));
+    steps.push(step(0, "DEBUG LOADAOF"));
+    steps.extend(singles(rng, &keys, 3000));
     steps
 }
 
@@ -245,6 +283,7 @@ fn run(server: &Server, steps: &[Step], early: bool) -> Vec<Frame> {
     let mut db = None;
     let mut batch: Vec<Vec<String>> = Vec::new();
     let mut single: Vec<bool> = Vec::new();
+    let mut replies = Vec::new();
     for step in steps {
         if db != Some(step.db) {
             db = Some(step.db);
@@ -252,6 +291,22 @@ fn run(server: &Server, steps: &[Step], early: bool) -> Vec<Frame> {
             single.push(false);
         }
         let mut words = step.words.clone();
+        if words[0] == "DUMP-RESTORE" {
+            // The dump of the first key in place of the second (RESTORE ... REPLACE): the
+            // commands before it run first, as its payload is read between them.
+            replies.extend(send(&mut conn, &batch, &single));
+            (batch, single) = (Vec::new(), Vec::new());
+            let payload = conn.call(&["DUMP", &words[1]]).bytes();
+            let restore = [
+                b"RESTORE".as_slice(),
+                words[2].as_bytes(),
+                b"0",
+                &payload,
+                b"REPLACE",
+            ];
+            assert_eq!(conn.call(&restore), Frame::ok(), "{words:?}");
+            continue;
+        }
         let is_single = matches!(words[0].as_str(), "BF.ADD" | "BF.EXISTS");
         if is_single && !early {
             words[0] = if words[0] == "BF.ADD" {
@@ -263,9 +318,16 @@ fn run(server: &Server, steps: &[Step], early: bool) -> Vec<Frame> {
         batch.push(words);
         single.push(is_single);
     }
+    replies.extend(send(&mut conn, &batch, &single));
+    replies
+}
+
+/// Sends `batch` in pipelines of 500 commands; the replies of those marked `single`, each as a
+/// boolean (the batches' one element).
+fn send(conn: &mut Conn, batch: &[Vec<String>], single: &[bool]) -> Vec<Frame> {
     let mut replies = Vec::new();
     for (chunk, kinds) in batch.chunks(500).zip(single.chunks(500)) {
-        for ((reply, is_single), command) in common::pipeline(&mut conn, chunk)
+        for ((reply, is_single), command) in common::pipeline(conn, chunk)
             .into_iter()
             .zip(kinds)
             .zip(chunk)
@@ -331,6 +393,7 @@ fn single_commands_answer_and_store_as_without_the_early_request() {
         .config("lazyfree-lazy-user-del", "yes")
         .config("lazyfree-lazy-server-del", "yes")
         .config("io-threads", "2")
+        .config("appendonly", "yes")
         .config("enable-debug-command", "yes");
     let (with, without) = (Server::with(options.clone()), Server::with(options));
     let steps = script(&mut Rng(0x5eed_b100));
@@ -369,4 +432,47 @@ fn single_commands_answer_and_store_as_without_the_early_request() {
     assert_eq!(conn.call(&["SELECT", "1"]), Frame::ok());
     let grows = common::bf_info_field(&mut conn, "grows", "Number of filters");
     assert_eq!(grows, Frame::Int(2));
+    // A replica of each, by a full sync (every filter in new memory, under names whose hints the
+    // replica never had), answers the same lookups.
+    let replicas = [&with, &without].map(|primary| {
+        let replica = Server::with(Options::default().config("io-threads", "2"));
+        replica.replicate(primary);
+        replica.catch_up(primary);
+        replica
+    });
+    let mut keys: Keys = Vec::new();
+    for (db, key, _) in &mine {
+        keys.push((*db, key.clone()));
+    }
+    let lookups: Vec<Step> = self::singles(&mut Rng(0x5eed_b101), &keys, 4000)
+        .into_iter()
+        .map(|mut step| {
+            step.words[0] = "BF.EXISTS".into();
+            step
+        })
+        .collect();
+    let early = run_lookups(&replicas[0], &lookups, true);
+    assert_eq!(early, run_lookups(&replicas[1], &lookups, false));
+    assert!(early.contains(&Frame::Int(1)) && early.contains(&Frame::Int(0)));
+}
+
+/// The replies of `steps` (BF.EXISTS only), as single commands (`early`) or as BF.MEXISTS of one
+/// item, on a server that holds the filters already.
+fn run_lookups(server: &Server, steps: &[Step], early: bool) -> Vec<Frame> {
+    let mut conn = server.conn();
+    let mut batch = Vec::new();
+    let mut db = None;
+    for step in steps {
+        if db != Some(step.db) {
+            db = Some(step.db);
+            batch.push(words(&format!("SELECT {}", step.db)));
+        }
+        let mut words = step.words.clone();
+        if !early {
+            words[0] = "BF.MEXISTS".into();
+        }
+        batch.push(words);
+    }
+    let single: Vec<bool> = batch.iter().map(|words| words[0] != "SELECT").collect();
+    send(&mut conn, &batch, &single)
 }

@@ -192,16 +192,24 @@ fn a_1_gib_filter_is_still_created_without_touching_its_memory() {
             .unwrap()
     };
     let before = rss();
-    let start = Instant::now();
-    // Just under 1 GiB, bf.max-filter-bytes' default (770M items at 1%).
-    assert_eq!(
-        conn.call(&["BF.RESERVE", "huge", "0.01", "770000000"]),
-        Frame::ok()
-    );
-    let took = start.elapsed();
-    // A blow-up bound only: zeroing it by hand takes about a second here, asking takes microseconds.
-    assert!(took < Duration::from_millis(300), "{took:?}");
-    assert!(rss() < before + (64 << 20), "{} then {}", before, rss());
+    // A blow-up bound only: zeroing it by hand takes about a second here, asking takes
+    // microseconds. Judged by the fastest of three creations (a busy machine can hold one reply
+    // back, not three), each checked not to have touched its memory.
+    let mut fastest = Duration::MAX;
+    for round in 0..3 {
+        let start = Instant::now();
+        // Just under 1 GiB, bf.max-filter-bytes' default (770M items at 1%).
+        assert_eq!(
+            conn.call(&["BF.RESERVE", "huge", "0.01", "770000000"]),
+            Frame::ok()
+        );
+        fastest = fastest.min(start.elapsed());
+        assert!(rss() < before + (64 << 20), "{} then {}", before, rss());
+        if round < 2 {
+            assert_eq!(conn.call(&["DEL", "huge"]), Frame::Int(1));
+        }
+    }
+    assert!(fastest < Duration::from_millis(300), "{fastest:?}");
     assert_eq!(conn.call(&["BF.ADD", "huge", "x"]), Frame::Int(1));
     assert_eq!(conn.call(&["BF.EXISTS", "huge", "x"]), Frame::Int(1));
 }

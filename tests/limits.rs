@@ -172,9 +172,13 @@ fn under_an_eviction_policy_filters_are_made_and_grow_and_the_server_evicts() {
     let mut conn = server.conn();
     let mut subscriber = evictions(&server);
     let strings = fill_with_strings(&mut conn);
-    // The LRU clock counts whole seconds: a second on, every string is idler than the filters
-    // about to come (made in the same second, a filter could be the key the server evicts).
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    // The LRU clock counts whole seconds: once the server's own clock (moved on by its cron) says
+    // the last string has been idle a second, every string is idler than the filters about to
+    // come (made in the same second, a filter could be the key the server evicts).
+    let last = format!("s{}", strings - 1);
+    while conn.call(&["OBJECT", "IDLETIME", &last]).int() < 1 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     // 7 million items at 1%: 9.6 MB, more than maxmemory leaves. A native SET of that size
     // would run and make the server evict: so does the filter.
     assert_eq!(
@@ -266,25 +270,38 @@ fn a_big_filter_is_created_at_once_and_still_counted_to_the_byte() {
     let rss_before = memory_field(&mut conn, "used_memory_rss");
     let used_before = memory_field(&mut conn, "used_memory");
     // 700 million items at 1%, NONSCALING: 838.7 MB of bits. Zeroing them by hand took 0.9 s here
-    // and made the resident memory jump by all of it.
-    let start = std::time::Instant::now();
-    assert_eq!(
-        conn.call(&["BF.RESERVE", "big", "0.01", "700000000", "NONSCALING"]),
-        Frame::ok()
-    );
-    let elapsed = start.elapsed();
-    let size = conn.call(&["BF.INFO", "big", "SIZE"]).items()[0].int();
-    assert!(size > 838_000_000, "{size}");
-    assert!(elapsed.as_secs_f64() < 1.0, "BF.RESERVE took {elapsed:?}");
-    // The server's accounting has every byte; the kernel has handed out almost none yet.
-    let used = memory_field(&mut conn, "used_memory") - used_before;
-    let rss = memory_field(&mut conn, "used_memory_rss") - rss_before;
+    // and made the resident memory jump by all of it; asking for pages the kernel hands out zeroed
+    // takes about a millisecond. Timed by the server itself (INFO commandstats: the call alone, not this test's
+    // waits for a busy machine's scheduler), the fastest of three creations is held to a tenth of
+    // the slow way, which scheduling does not reach three times running; each creation is checked
+    // for its accounting and its resident memory.
+    let mut fastest = f64::INFINITY;
+    for round in 0..3 {
+        if round > 0 {
+            assert_eq!(conn.call(&["DEL", "big"]), Frame::Int(1));
+        }
+        assert_eq!(conn.call(&["CONFIG", "RESETSTAT"]), Frame::ok());
+        assert_eq!(
+            conn.call(&["BF.RESERVE", "big", "0.01", "700000000", "NONSCALING"]),
+            Frame::ok()
+        );
+        fastest = fastest.min(common::command_usec(&mut conn, "BF.RESERVE"));
+        let size = conn.call(&["BF.INFO", "big", "SIZE"]).items()[0].int();
+        assert!(size > 838_000_000, "{size}");
+        // The server's accounting has every byte; the kernel has handed out almost none yet.
+        let used = memory_field(&mut conn, "used_memory") - used_before;
+        let rss = memory_field(&mut conn, "used_memory_rss") - rss_before;
+        assert!(
+            used >= size - 1024,
+            "used_memory grew by {used}, the filter is {size}"
+        );
+        assert!(rss < size / 10, "resident memory grew by {rss}");
+        assert!(conn.call(&["MEMORY", "USAGE", "big"]).int() >= size);
+    }
     assert!(
-        used >= size - 1024,
-        "used_memory grew by {used}, the filter is {size}"
+        fastest < 90_000.0,
+        "BF.RESERVE took {fastest} µs at the fastest"
     );
-    assert!(rss < size / 10, "resident memory grew by {rss}");
-    assert!(conn.call(&["MEMORY", "USAGE", "big"]).int() >= size);
     // Its bits read as zeros and take the items.
     let mut madd = vec!["BF.MADD".to_string(), "big".to_string()];
     madd.extend((0..1000).map(|i| format!("item:{i}")));

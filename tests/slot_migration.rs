@@ -22,7 +22,7 @@ mod common;
 use common::{flavor, join_cluster, Conn, Frame, Options, Server};
 use redis::cluster::ClusterClient;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -184,9 +184,48 @@ fn patient_connection(nodes: Vec<String>) -> redis::cluster::ClusterConnection {
 /// An add the writer made and the server acknowledged: the key, the item, the reply, and when.
 type Acknowledged = (&'static str, String, i64, Instant);
 
+/// The writes a writer thread has had acknowledged so far, adds and deletes, for the test's thread
+/// to wait on: how far a writer got is counted, not hoped for from how long it ran.
+#[derive(Default)]
+struct Progress {
+    adds: AtomicUsize,
+    deletes: AtomicUsize,
+}
+
+impl Progress {
+    /// Counts one acknowledged write of `command`.
+    fn count(&self, command: &str) {
+        let counter = if command == "CF.DEL" {
+            &self.deletes
+        } else {
+            &self.adds
+        };
+        counter.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Waits until `adds` more adds and `deletes` more deletes than when it was called have been
+    /// acknowledged and counted. A writer has one write out at a time: of those counted after the
+    /// call, all but the first were sent after it.
+    fn wait_for_more(&self, adds: usize, deletes: usize, what: &str) {
+        let (adds, deletes) = (
+            self.adds.load(Ordering::SeqCst) + adds,
+            self.deletes.load(Ordering::SeqCst) + deletes,
+        );
+        wait_for(what, 120, || {
+            self.adds.load(Ordering::SeqCst) >= adds
+                && self.deletes.load(Ordering::SeqCst) >= deletes
+        });
+    }
+}
+
 /// A client that adds to the three filters, one item per command, through a cluster client on
-/// `nodes`, until `stop`: the adds acknowledged, and those refused.
-fn writer(nodes: Vec<String>, stop: Arc<AtomicBool>) -> (Vec<Acknowledged>, Vec<String>) {
+/// `nodes`, until `stop`, counting its adds in `progress`: the adds acknowledged, and those
+/// refused.
+fn writer(
+    nodes: Vec<String>,
+    stop: Arc<AtomicBool>,
+    progress: Arc<Progress>,
+) -> (Vec<Acknowledged>, Vec<String>) {
     let mut conn = patient_connection(nodes);
     let mut acknowledged = Vec::new();
     let mut refused = Vec::new();
@@ -197,7 +236,10 @@ fn writer(nodes: Vec<String>, stop: Arc<AtomicBool>) -> (Vec<Acknowledged>, Vec<
             let reply: redis::RedisResult<i64> =
                 redis::cmd("BF.ADD").arg(key).arg(&item).query(&mut conn);
             match reply {
-                Ok(added) => acknowledged.push((key, item, added, Instant::now())),
+                Ok(added) => {
+                    acknowledged.push((key, item, added, Instant::now()));
+                    progress.count("BF.ADD");
+                }
                 Err(err) => refused.push(format!("{key} {item}: {err}")),
             }
         }
@@ -206,9 +248,33 @@ fn writer(nodes: Vec<String>, stop: Arc<AtomicBool>) -> (Vec<Acknowledged>, Vec<
     (acknowledged, refused)
 }
 
+/// The state of the source's slot migration job, failing the test where the job failed.
+fn migration_state(admin: &mut Conn, source: &Server) -> String {
+    let state = migration_field(admin, "state").unwrap_or_default();
+    if matches!(state.as_str(), "failed" | "canceled" | "cancelled") {
+        panic!(
+            "the migration failed: {:?}\nsource log:\n{}",
+            migration_field(admin, "message"),
+            source.log()
+        );
+    }
+    state
+}
+
 /// Moves slots 3300 and 7365 (tags `{b}` and `{c}`: every key of a test) from `source` to
 /// `target` with CLUSTER MIGRATESLOTS, and waits for it: when it started and finished.
-fn migrate(admin: &mut Conn, source: &Server, target: &Server) -> (Instant, Instant) {
+///
+/// The move is held while `meanwhile` runs: once the target has the snapshot and asks the source
+/// to pause its writes (the job "waiting-to-pause"), the source takes writes and forwards them,
+/// and `DEBUG SLOTMIGRATION PREVENT-PAUSE` (Valkey's own switch for its tests) keeps it from
+/// pausing, and so the move from finishing, until `meanwhile` returns. Writes made while the
+/// slots move are then a certainty, not a matter of how a busy machine schedules the threads.
+fn migrate(
+    admin: &mut Conn,
+    source: &Server,
+    target: &Server,
+    meanwhile: impl FnOnce(),
+) -> (Instant, Instant) {
     let target_id = target.conn().call(&["CLUSTER", "MYID"]).text();
     // The target holds its own clients to 1 MiB filters: what the source sends (the 69 MB filter's
     // chunks, the adds made meanwhile) is applied as sent, as a primary's stream is.
@@ -225,18 +291,22 @@ fn migrate(admin: &mut Conn, source: &Server, target: &Server) -> (Instant, Inst
         "NODE",
         &target_id,
     ];
+    let prevent_pause = |admin: &mut Conn, on: &str| {
+        let reply = admin.call(&["DEBUG", "SLOTMIGRATION", "PREVENT-PAUSE", on]);
+        assert_eq!(reply, Frame::ok(), "DEBUG SLOTMIGRATION PREVENT-PAUSE {on}");
+    };
+    prevent_pause(admin, "1");
     let started = Instant::now();
     assert_eq!(admin.call(&migrate), Frame::ok());
+    wait_for("the move to stream the writes", 120, || {
+        let state = migration_state(admin, source);
+        assert_ne!(state, "success", "the move finished while held");
+        state == "waiting-to-pause"
+    });
+    meanwhile();
+    prevent_pause(admin, "0");
     wait_for("the migration", 120, || {
-        match migration_field(admin, "state").as_deref() {
-            Some("success") => true,
-            Some("failed" | "canceled") => panic!(
-                "the migration failed: {:?}\nsource log:\n{}",
-                migration_field(admin, "message"),
-                source.log()
-            ),
-            _ => false,
-        }
+        migration_state(admin, source) == "success"
     });
     (started, Instant::now())
 }
@@ -319,19 +389,22 @@ fn filters_move_with_their_slots_while_a_client_adds_to_them() {
         .iter()
         .map(|server| format!("redis://127.0.0.1:{}/", server.port))
         .collect();
+    let progress = Arc::new(Progress::default());
     let writing = {
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || writer(nodes, stop))
+        let (stop, progress) = (Arc::clone(&stop), Arc::clone(&progress));
+        std::thread::spawn(move || writer(nodes, stop, progress))
     };
-    sleep(Duration::from_millis(300));
-    let (started, finished) = migrate(&mut admin, &source, &target);
-    // Writes go on at the new owner for a while, then stop.
-    sleep(Duration::from_millis(300));
+    progress.wait_for_more(10, 0, "writes before the move");
+    // Eleven more counted while the move is held: at least ten made and acknowledged while the
+    // slots moved, which the source forwarded to the target.
+    let (started, finished) = migrate(&mut admin, &source, &target, || {
+        progress.wait_for_more(11, 0, "writes during the move");
+    });
+    // Writes go on at the new owner, then stop.
+    progress.wait_for_more(10, 0, "writes after the move");
     stop.store(true, Ordering::Relaxed);
     let (acknowledged, refused) = writing.join().unwrap();
     assert!(refused.is_empty(), "writes refused: {refused:?}");
-    // Some were made while the slots moved (the big filter's snapshot alone takes a few hundred
-    // milliseconds), which the source forwarded to the target.
     let during = acknowledged
         .iter()
         .filter(|(_, _, _, at)| (started..finished).contains(at))
@@ -519,8 +592,13 @@ type CuckooWrite = (&'static str, &'static str, String, i64, Instant);
 /// CF.DEL from [`CF_DELETED_FROM`] of one of the items added before (`before:999` down to
 /// `before:300`, which CF_DELETED still holds); a round a millisecond at most, so that CF_GROWN
 /// (32 expansions of 1,024 slots at most) has room for every add however long the move lasts.
-/// The writes acknowledged, in order, and those refused.
-fn cuckoo_writer(nodes: Vec<String>, stop: Arc<AtomicBool>) -> (Vec<CuckooWrite>, Vec<String>) {
+/// Each acknowledged write is counted in `progress`. The writes acknowledged, in order, and those
+/// refused.
+fn cuckoo_writer(
+    nodes: Vec<String>,
+    stop: Arc<AtomicBool>,
+    progress: Arc<Progress>,
+) -> (Vec<CuckooWrite>, Vec<String>) {
     let mut conn = patient_connection(nodes);
     let mut acknowledged = Vec::new();
     let mut refused = Vec::new();
@@ -535,7 +613,10 @@ fn cuckoo_writer(nodes: Vec<String>, stop: Arc<AtomicBool>) -> (Vec<CuckooWrite>
                 let reply: redis::RedisResult<i64> =
                     redis::cmd(command).arg(key).arg(&item).query(&mut conn);
                 match reply {
-                    Ok(reply) => acknowledged.push((key, command, item, reply, Instant::now())),
+                    Ok(reply) => {
+                        acknowledged.push((key, command, item, reply, Instant::now()));
+                        progress.count(command);
+                    }
                     Err(err) => refused.push(format!("{command} {key} {item}: {err}")),
                 }
             }
@@ -628,14 +709,19 @@ fn move_cuckoo_filters() -> MovedCuckooFilters {
         .iter()
         .map(|server| format!("redis://127.0.0.1:{}/", server.port))
         .collect();
+    let progress = Arc::new(Progress::default());
     let writing = {
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || cuckoo_writer(nodes, stop))
+        let (stop, progress) = (Arc::clone(&stop), Arc::clone(&progress));
+        std::thread::spawn(move || cuckoo_writer(nodes, stop, progress))
     };
-    sleep(Duration::from_millis(300));
-    let (started, finished) = migrate(&mut admin, &source, &target);
-    // Writes go on at the new owner for a while, then stop.
-    sleep(Duration::from_millis(300));
+    progress.wait_for_more(10, 1, "writes before the move");
+    // Eleven adds and two deletes more counted while the move is held: at least ten and one made
+    // and acknowledged while the slots moved, which the source forwarded to the target.
+    let (started, finished) = migrate(&mut admin, &source, &target, || {
+        progress.wait_for_more(11, 2, "writes during the move");
+    });
+    // Writes go on at the new owner, then stop.
+    progress.wait_for_more(10, 1, "writes after the move");
     stop.store(true, Ordering::Relaxed);
     let (acknowledged, refused) = writing.join().unwrap();
     assert!(refused.is_empty(), "writes refused: {refused:?}");

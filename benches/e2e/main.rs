@@ -3,7 +3,8 @@
 //! Redis's own SET and GET measured on the same server in the same run; RedisBloom side by side
 //! on the same server binary and workloads, when `REDISBLOOM_SO` names a build of it (alternating
 //! runs, a ratio per pair and their median); whole-server instructions per request under
-//! callgrind (against RedisBloom's and the previous build's, `BENCH_BASELINE_SO`); big filters
+//! callgrind (against RedisBloom's and the previous build's, `BENCH_BASELINE_SO`); what the
+//! module's presence costs Redis's own commands on a server with no filter (`neighbours`); big filters
 //! with huge pages on and off; RDB save and load of a 1 GB filter next to the same bytes in plain strings; memory
 //! per item; and the core microbenchmarks (criterion's results, if `cargo bench -p filters`
 //! ran first).
@@ -34,6 +35,7 @@ mod held;
 mod huge_pages;
 mod layout;
 mod memory;
+mod neighbours;
 mod persistence;
 mod redisbloom;
 mod window;
@@ -47,8 +49,8 @@ fn main() {
     let mut rows = Vec::new();
 
     // BENCH_ONLY=commands,persistence runs some sections (core, commands, batches, redisbloom,
-    // cuckoo, held, callgrind, bounded, compaction, creation, memory, window, layout, hugepages,
-    // persistence); all by default.
+    // cuckoo, held, callgrind, neighbours, bounded, compaction, creation, memory, window, layout,
+    // hugepages, persistence); all by default.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let wanted = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
     if wanted("core") {
@@ -72,6 +74,9 @@ fn main() {
     }
     if wanted("callgrind") {
         callgrind::rows(&mut rows);
+    }
+    if wanted("neighbours") {
+        neighbours::rows(&mut rows);
     }
     if wanted("bounded") {
         bounded::rows(&server, &mut rows);

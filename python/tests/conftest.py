@@ -93,6 +93,12 @@ def info(client: redis.Redis, key: str) -> dict[str, Any]:
     return info_dict(client.execute_command("BF.INFO", key))
 
 
+def layout(client: redis.Redis, key: str) -> bytes:
+    """What ``BF.INFO key LAYOUT`` says (a one-element array in RESP2, a map in RESP3)."""
+    reply = client.execute_command("BF.INFO", key, "LAYOUT")
+    return bytes(next(iter(reply.values())) if isinstance(reply, dict) else reply[0])
+
+
 def commandstats(client: redis.Redis) -> dict[str, int]:
     """Calls per command, names in lower case (module commands may register either way)."""
     return {

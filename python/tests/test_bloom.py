@@ -8,12 +8,13 @@ from datetime import timedelta
 
 import pytest
 import redis
+from clocks import MS, expiries, timed
 from redis.exceptions import ResponseError
 
 from redis_bf import BloomFilter, BloomFilterError, FilterOptions, KeyTypeError
 from redis_bf.bloom import as_bool, as_bools, info_dict
 
-from conftest import commandstats, info
+from conftest import commandstats, info, layout
 
 
 def reference_size(client: redis.Redis, error_rate: float, capacity: int) -> int:
@@ -204,28 +205,107 @@ def test_options_are_checked_before_any_command() -> None:
     assert windowed.insert_args() == ["CAPACITY", 10, "ERROR", 0.01, "WINDOW", 3600]
 
 
+def test_the_layout_is_given_at_creation(r: redis.Redis) -> None:
+    blocked = BloomFilter(r, "blocked", 1000, 0.01, layout="blocked")
+    assert repr(blocked) == (
+        "BloomFilter(key='blocked', capacity=1000, error_rate=0.01, layout='blocked')"
+    )
+    assert blocked.options.reserve_args() == [0.01, 1000, "LAYOUT", "BLOCKED"]
+    assert blocked.options.insert_args() == [
+        *("CAPACITY", 1000, "ERROR", 0.01, "LAYOUT", "BLOCKED")
+    ]
+    # The first write creates it so, as create() does.
+    assert blocked.add("a") is True
+    assert layout(r, "blocked") == b"blocked"
+    # "classic" where the server's bf.layout says blocked; None takes the server's.
+    r.config_set("bf.layout", "blocked")
+    classic = BloomFilter(r, "classic", 1000, 0.01, layout="classic")
+    assert classic.create() is True
+    assert layout(r, "classic") == b"classic"
+    assert BloomFilter(r, "server's", 1000, 0.01).add_many(["a", "b"]) == [True, True]
+    assert layout(r, "server's") == b"blocked"
+    # Windowed and sharded filters take it too: every shard is made so.
+    windowed = BloomFilter(r, "feed", 1000, 0.01, window=60, layout="classic")
+    assert windowed.add("a") is True
+    assert layout(r, "feed") == b"classic"
+    sharded = BloomFilter(r, "sharded", 3000, 0.01, layout="classic", shards=3)
+    assert sharded.create() is True
+    for key in sharded.keys:
+        assert layout(r, key) == b"classic"
+    # Only at creation: an existing filter keeps its own.
+    assert BloomFilter(r, "blocked", 1000, 0.01, layout="classic").add("b") is True
+    assert layout(r, "blocked") == b"blocked"
+    for bad in ("BLOCKED", "compact", ""):
+        with pytest.raises(ValueError, match="layout must be 'classic' or 'blocked'"):
+            BloomFilter(r, "bad", 1000, 0.01, layout=bad)
+
+
 def test_a_windowed_filter_forgets_an_item_after_its_window(r: redis.Redis) -> None:
     bf = BloomFilter(r, "feed", 1000, 0.01, window=1)
     assert repr(bf) == "BloomFilter(key='feed', capacity=1000, error_rate=0.01, window=1)"
-    added = time.monotonic()
-    assert bf.add("video:1") is True
-    assert bf.add("video:1") is False  # held: not shown twice within the window
-    assert bf.add_many(["video:1", "video:2"]) == [False, True]
+    # Each check is judged by the expiries the filter reports (BF.DEBUG) and by when its request
+    # went and its reply came back, never by a margin. The checks that need the item held are
+    # answered before its part can have expired, or taken again on a fresh filter.
+    for _ in range(5):
+        (added, now), sent, answered = timed(lambda: (bf.add("video:1"), expiries(r, "feed")))
+        assert added is True
+        if not now:
+            r.delete("feed")  # so slow that its part expired before BF.DEBUG was answered
+            continue
+        # Its one part expires a window after its last item, which the server added between the
+        # request and its reply (later if video:2 goes into the same part).
+        first = now[0]
+        assert sent + 1.0 - MS <= first <= answered + 1.0 + MS, (sent, first, answered)
+        held, _, answered = timed(
+            lambda: (
+                bf.add("video:1"),  # held: not shown twice within the window
+                bf.add_many(["video:1", "video:2"]),
+                info(r, "feed")["Size"],
+                expiries(r, "feed"),
+            )
+        )
+        if answered + MS < first:
+            break
+        r.delete("feed")  # too slow for the window: video:1 may have been forgotten on the way
+    else:
+        pytest.fail("five attempts, each too slow for a window of 1 s")
+    again, seen, size, parts = held
+    assert (again, seen) == (False, [False, True])
     assert info(r, "feed")["Window"] == 1
     assert info(r, "feed")["Capacity"] == 1000
     assert r.pttl("feed") == -1  # the key stays; the server frees what expires, no client action
-    size = info(r, "feed")["Size"]
-    while "video:1" in bf:
-        assert time.monotonic() - added < 2.0, "still held after 2 s"
+    # video:1 is in the oldest part, video:2 in it or a newer one. Held in a lookup answered
+    # before its part expires, forgotten in one sent after every part has, either in between.
+    first, last = parts[0], parts[-1]
+    while True:
+        found, sent, answered = timed(lambda: "video:1" in bf)
+        if answered + MS < first:
+            assert found, f"forgotten at {answered}, its part expiring at {first}"
+        if sent > last + MS:
+            assert not found, f"still held at {sent}, the last part expiring at {last}"
+        if not found:
+            break
         time.sleep(0.02)
-    assert time.monotonic() - added >= 1.0
-    # Its sub-filter is swept within a second of expiring, and the filter is empty again.
-    while info(r, "feed")["Size"] >= size:
-        assert time.monotonic() - added < 3.0, "not swept after 3 s"
+    # Its part is swept within a second of expiring (the sweep looks at most a second after a part
+    # is due): a read sent two seconds after finds its memory returned.
+    while True:
+        sent = time.time()
+        if info(r, "feed")["Size"] < size:
+            break
+        assert sent <= first + 2.0, f"not swept 2 s after its part's expiry ({sent - first:.3f} s)"
         time.sleep(0.05)
+    # A read sent after every part's expiry counts no item.
+    while time.time() <= last + MS:
+        time.sleep(0.01)
     assert info(r, "feed")["Number of items inserted"] == 0
-    assert bf.add("video:1") is True  # new again after the window
-    assert bf.contains_many(["video:1", "video:3"]) == [True, False]
+    # New again after the window, and held by a read answered within a window of its add.
+    added, sent, _ = timed(lambda: bf.add("video:1"))
+    assert added is True
+    found, _, answered = timed(lambda: bf.contains_many(["video:1", "video:3"]))
+    if answered + MS < sent + 1.0:
+        assert found == [True, False]
+    else:
+        assert found[1] is False
 
 
 def test_a_window_of_0_is_no_window(r: redis.Redis) -> None:

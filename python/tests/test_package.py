@@ -299,3 +299,22 @@ def test_formatted_and_linted() -> None:
             cwd=PYTHON_DIR,
         )
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_module_is_short_and_the_rooms_send_nothing() -> None:
+    """No file of the package over 600 lines; the rooms of docs/sharding.md's concepts (errors,
+    options, replies, shards and manifest, the command core) send no command and open nothing:
+    only the classes over them (bloom.py, asyncio.py) talk to a server."""
+    package = PYTHON_DIR / "src/redis_bf"
+    lengths = {path.name: len(path.read_text().splitlines()) for path in package.glob("*.py")}
+    assert {name: n for name, n in lengths.items() if n > 600} == {}
+    for room in ("_errors.py", "_options.py", "_replies.py", "_shards.py", "_core.py"):
+        text = (package / room).read_text()
+        imports = set(re.findall(r"^(?:from|import) ([\w.]+)", text, re.MULTILINE))
+        assert imports <= {
+            "__future__", "collections.abc", "dataclasses", "datetime", "hashlib", "itertools",
+            "json", "math", "struct", "typing", "redis.crc", "redis.exceptions",
+            "._errors", "._options", "._replies", "._shards",
+        }, (room, imports)  # fmt: skip
+        for call in ("execute_command(", ".pipeline(", "open("):
+            assert call not in text, (room, call)

@@ -76,6 +76,14 @@ def gone(pid: int) -> bool:
     return state in ("Z", "X")
 
 
+def wait_logged(directory: Path, text: str) -> None:
+    """Waits until the server's log says ``text``."""
+    deadline = time.monotonic() + HANG
+    while text not in (directory / "server.log").read_text(errors="replace"):
+        assert time.monotonic() < deadline, f"the server did not log {text!r}"
+        time.sleep(0.05)
+
+
 def wait_gone(pid: int) -> None:
     deadline = time.monotonic() + HANG
     while not gone(pid):
@@ -129,15 +137,14 @@ def test_the_directory_stays_held_while_a_killed_starter_s_server_saves(tmp_path
     port = _free_port()
     # A save that takes a while (the server's own test delay, per key).
     child, _ = launch(["--port", str(port), "--dir", str(data), "--", "--rdb-key-save-delay",
-                       "200000"])  # fmt: skip
+                       "1000000"])  # fmt: skip
     pid = server_pid(data)
     client = redis.Redis(port=port)
-    for key in range(10):
+    for key in range(10):  # a save of 10 s
         client.execute_command("BF.ADD", f"k{key}", "x")
     child.kill()  # SIGKILL: the starter has no say; the kernel tells the server (SIGTERM)
     child.communicate(timeout=HANG)
-    time.sleep(0.2)
-    assert not gone(pid), "the server should still be saving"
+    wait_logged(data, "Saving the final RDB snapshot")
     line = refusal(["--port", str(_free_port()), "--dir", str(data)])
     assert line.startswith(f"redis-bf-server: {data} is in use by the server on port {port}"), line
     wait_gone(pid)
@@ -199,7 +206,7 @@ def test_a_second_ctrl_c_stops_a_long_save_at_once_and_a_signal_is_never_ignored
     for key in range(100):  # a save of 100 s
         client.execute_command("BF.ADD", f"k{key}", "x")
     child.send_signal(signal.SIGINT)
-    time.sleep(0.5)
+    wait_logged(data, "Saving the final RDB snapshot")  # the server was told, and saves
     child.send_signal(signal.SIGINT)
     out, _ = child.communicate(timeout=HANG)
     assert out.splitlines()[-3:-1] == [

@@ -39,9 +39,25 @@ def test_shard_keys_fall_in_evenly_spaced_slot_ranges() -> None:
 
 def test_an_items_shard_is_pinned() -> None:
     """The hash tags and the item's shard are part of the stored form: another process (or a
-    later release) must find every item where this one put it."""
+    later release) must find every item where this one put it. A new filter places items by
+    version 2 of docs/sharding.md; a filter whose manifest says version 1 keeps version 1's
+    places (docs/sharding-vectors.json pins both for many more items, test_vectors.py)."""
     bf = BloomFilter(redis.Redis(), "crawl", 1000, 0.01, shards=12)
-    assert [bf._core.key_of(item) for item in ("https://example.com/", b"\x00", 42, 1.5)] == [
+    items = ("https://example.com/", b"\x00", 42, 1.5)
+    assert [bf._core.key_of(item) for item in items] == [
+        "crawl:5/12{4779}",
+        "crawl:8/12{8459}",
+        "crawl:0/12{18e}",
+        "crawl:1/12{48576}",
+    ]
+    assert bf._core.key_of("42") == bf._core.key_of(42) == bf._core.key_of(b"42")
+    v1 = (
+        bf._core.manifest()
+        .replace("filter manifest", "filter")
+        .replace('"version": 2', '"version": 1')
+    )
+    bf._core.check_manifest(v1, claimed=False)
+    assert [bf._core.key_of(item) for item in items] == [
         "crawl:8/12{8459}",
         "crawl:6/12{1a28}",
         "crawl:1/12{48576}",

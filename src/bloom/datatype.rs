@@ -7,7 +7,8 @@
 //! still read); versions 0 to 4 are
 //! RedisBloom's own layouts (its type has the same name), read by `filters::bloom::redisbloom`.
 
-use crate::glue::value::{Digest, Loading, Value};
+use crate::glue::background::Background;
+use crate::glue::value::{Arrival, Digest, Loading, Value};
 use crate::glue::Origin;
 use filters::bloom::dump;
 use filters::bloom::redisbloom;
@@ -80,10 +81,13 @@ impl Value for Filter {
 
     fn left(&self) {
         crate::stats::filter_freed(self);
+        if self.window().is_some() {
+            crate::bloom::sweep::forget(crate::bloom::sweep::id_of(self));
+        }
     }
 
-    fn loaded(&self) {
-        note_loaded(self);
+    fn arrived(&self, arrival: &Arrival) {
+        register_arrival(self, arrival);
     }
 }
 
@@ -145,25 +149,21 @@ pub fn clock_warning(settled: Settled, now: u64) -> Option<String> {
     })
 }
 
-/// When the sweep should first look at the windowed filter RDB loading just read
-/// (`Filter::first_look`), for the `loaded` keyspace event that follows it (which names the key:
-/// the sweep registers it); `None` for anything else.
-static LOADED: std::sync::Mutex<Option<u64>> = std::sync::Mutex::new(None);
-
-/// Notes a filter RDB loading has just read, for the `loaded` event that follows.
-pub fn note_loaded(filter: &Filter) {
-    let next = filter.first_look();
-    *LOADED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner()) = next;
-}
-
-/// The next expiry RDB loading noted for the filter it just read, if any (once).
-pub fn take_loaded() -> Option<u64> {
-    LOADED
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .take()
+/// Registers a windowed filter that came into a key without a command of this module (RDB
+/// loading, RESTORE, COPY) with the sweep, for its first look (`Filter::first_look`).
+fn register_arrival(filter: &Filter, arrival: &Arrival) {
+    if filter.window().is_none() || filter.restoring().is_some() {
+        return;
+    }
+    if let Some(due) = filter.first_look() {
+        crate::bloom::sweep::arrived(
+            Background::of_arrival(arrival).as_ref(),
+            crate::bloom::sweep::id_of(filter),
+            (arrival.db, arrival.name),
+            arrival.copied_from,
+            due,
+        );
+    }
 }
 
 /// The BF.LOADCHUNK sequence of one filter, each as `emit(iterator, bytes)`: its header, then its

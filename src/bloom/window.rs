@@ -12,7 +12,7 @@
 //!   than a window ahead of this server's clock (the clock stepped back since it was written) is
 //!   taken as now, as the server's own windowed filters loaded from further ahead are brought
 //!   back to its clock (`settle_clock`; a client's are refused).
-//! - After a write that made or dropped a part, the key is registered with the sweep
+//! - After a write that made or dropped a part, the filter is registered with the sweep
 //!   (`crate::bloom::sweep`), which drops what expires if nothing writes to the key again.
 
 use super::sweep;
@@ -148,53 +148,60 @@ pub fn settle_clock(call: &Call, windowed: &mut Windowed) {
     }
 }
 
-/// Registers the key at argument 1 with the sweep, if it holds a windowed filter with something
-/// to drop some day.
+/// Registers the windowed filter at argument 1 with the sweep, if it has something to drop some
+/// day.
 pub fn register(call: &Call, filter: &Filter) {
     if let (Filter::Windowed(_), Some(due)) = (filter, filter.next_expiry()) {
         if filter.restoring().is_none() {
             let bg = Background::of_call(call);
-            sweep::schedule(&bg, bg.db(), call.args_key(), due);
+            sweep::schedule(&bg, sweep::id_of(filter), bg.db(), call.args_key(), due);
         }
     }
 }
 
-/// The sweep's timer (see `crate::bloom::sweep`): sweeps the keys that are due.
+/// The sweep's timer (see `crate::bloom::sweep`): sweeps the filters that are due.
 pub fn on_timer(bg: &Background) {
     sweep::tick(bg, sweep_key);
 }
 
-/// Drops what has expired at `now` in the windowed filter at `name` of database `db` (selected),
-/// if it still holds one, and propagates that as a write would; when it next has something to
-/// drop.
-fn sweep_key(bg: &Background, _db: i32, name: &[u8], now: u64) -> Option<u64> {
+/// Drops what has expired at `now` in windowed filter `id`, if key `name` of the selected
+/// database holds it, and propagates that as a write would; when it next has something to drop.
+fn sweep_key(bg: &Background, id: sweep::FilterId, name: &[u8], now: u64) -> sweep::Look {
+    use sweep::Look;
     // Looked at for reading first: a key opened for writing counts as modified when it closes
     // (a client's WATCH on it would fail), so it is opened so only when there is work.
     {
         let key = bg.open(name, Access::Read);
-        let filter = key.filter().ok()??;
+        let Ok(Some(filter)) = key.filter() else {
+            return Look::Elsewhere;
+        };
+        if sweep::id_of(filter) != id {
+            return Look::Elsewhere;
+        }
         // A filter being restored is registered again by its last chunk.
         let Filter::Windowed(windowed) = filter else {
-            return None;
+            return Look::Swept(None);
         };
         if filter.restoring().is_some() {
-            return None;
+            return Look::Swept(None);
         }
         if !filter.has_expired(now) && !has_legacy_ttl(&key, windowed) {
-            return filter.next_expiry();
+            return Look::Swept(filter.next_expiry());
         }
     }
     let mut key = bg.open(name, Access::Write);
-    let Some(Filter::Windowed(windowed)) = key.filter().ok()? else {
-        return None;
+    let Ok(Some(Filter::Windowed(windowed))) = key.filter() else {
+        return Look::Elsewhere;
     };
     if has_legacy_ttl(&key, windowed) {
         key.persist();
         bg.replicate(c"PERSIST", &[name]);
     }
-    let filter = key.filter_mut().ok()??;
+    let Ok(Some(filter)) = key.filter_mut() else {
+        return Look::Elsewhere;
+    };
     let Filter::Windowed(windowed) = filter else {
-        return None;
+        return Look::Swept(None);
     };
     let shape = *windowed.shape();
     if filter.has_expired(now) {
@@ -208,7 +215,7 @@ fn sweep_key(bg: &Background, _db: i32, name: &[u8], now: u64) -> Option<u64> {
         args.extend(words.words());
         bg.replicate(c"BF.INSERT", &args);
     }
-    filter.next_expiry()
+    Look::Swept(filter.next_expiry())
 }
 
 /// True if the key still has the time to live the first release gave a windowed filter's key (its
@@ -231,33 +238,5 @@ pub fn drop_legacy_ttl(call: &Call, key: &mut FilterKey, legacy_expiry: Option<u
     if call.origin() == Origin::Client && key.expires_at() == Some(at) {
         key.persist();
         call.replicate(c"PERSIST", &[call.args_key()], 0..0);
-    }
-}
-
-/// A keyspace event: registers a windowed filter that came into `key` (of the event's database)
-/// by RDB loading, RESTORE, COPY, RENAME or MOVE; forgets a key deleted, expired, evicted, or
-/// renamed or moved away.
-pub fn on_event(bg: &Background, event: &[u8], key: &[u8]) {
-    let due = match event {
-        b"loaded" => crate::bloom::datatype::take_loaded(),
-        b"del" | b"expired" | b"evicted" | b"rename_from" | b"move_from" => {
-            sweep::forget(bg.db(), key);
-            None
-        }
-        b"restore" | b"copy_to" | b"rename_to" | b"move_to" => {
-            if event == b"restore" {
-                // What loading the RESTORE payload noted for a `loaded` event that will not come.
-                let _ = crate::bloom::datatype::take_loaded();
-            }
-            let opened = bg.open(key, Access::Read);
-            match opened.filter() {
-                Ok(Some(filter)) if filter.restoring().is_none() => filter.first_look(),
-                _ => None,
-            }
-        }
-        _ => None,
-    };
-    if let Some(due) = due {
-        sweep::schedule(bg, bg.db(), key, due);
     }
 }

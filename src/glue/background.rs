@@ -1,24 +1,20 @@
-//! The module's work outside commands: the sweep's timer and the keyspace and server events it
-//! listens to (the Bloom family's `bloom::sweep`, wired in by `lib.rs`). A [`Background`] is the context the server gives such a
-//! callback, with what the sweep asks of it.
+//! The module's work outside commands: the sweep's timer (the Bloom family's `bloom::sweep`,
+//! wired in by `lib.rs`), and its walk over a database's keys. A [`Background`] is the context the
+//! server gives such a callback, with what the sweep asks of it. The module listens to no keyspace
+//! or server event ([`register`] says why).
 
 use crate::glue::guard::guarded;
 use crate::glue::key::{Access, FilterKey};
+use crate::glue::value::{Arrival, Value};
 use redis_module::raw;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
 
-/// What the module does on each event it listens to (wired by `lib.rs`, so that this glue calls
-/// no module code by name).
+/// What the module does outside commands (wired by `lib.rs`, so that this glue calls no module
+/// code by name).
 pub struct Handlers {
     /// The sweep's timer fired.
     pub timer: fn(&Background),
-    /// A keyspace event (its name) for a key (its name), in the context's selected database.
-    pub keyspace: fn(&Background, &[u8], &[u8]),
-    /// SWAPDB swapped two databases.
-    pub swapdb: fn(i32, i32),
-    /// FLUSHDB emptied a database (FLUSHALL, or a replica's full sync: every one, -1).
-    pub flush: fn(i32),
 }
 
 static HANDLERS: std::sync::OnceLock<&'static Handlers> = std::sync::OnceLock::new();
@@ -36,6 +32,14 @@ impl Background {
         // SAFETY: the command's own context, valid for the call, which the wrapper does not
         // outlive in the command's code.
         unsafe { Background::new(call.ctx()) }
+    }
+
+    /// The context of the callback a value arrived in (RDB loading, RESTORE), if it has one (a
+    /// COPY has none).
+    pub fn of_arrival(arrival: &Arrival) -> Option<Background> {
+        // SAFETY: the context the server made for the running callback, which the arrival (and
+        // so the wrapper, in the callee) does not outlive.
+        (!arrival.ctx.is_null()).then(|| unsafe { Background::new(arrival.ctx) })
     }
 
     /// Wraps the context of a callback or a command.
@@ -116,6 +120,30 @@ impl Background {
         }
     }
 
+    /// One step of a walk over the selected database's keys (one bucket of its table: a few
+    /// keys), calling `visit` with each key's name and, if it holds a value of type `T`, the
+    /// value's address. False once the walk has seen the whole database.
+    pub fn scan<T: Value>(
+        &self,
+        cursor: &mut ScanCursor,
+        visit: &mut dyn FnMut(&[u8], Option<usize>),
+    ) -> bool {
+        let mut data = Visit {
+            raw_type: super::datatype::raw_type::<T>(),
+            visit,
+        };
+        // SAFETY: a valid context and cursor; `data` outlives the call, which runs
+        // `on_scanned` (no panic crosses it: `visit` is the sweep's, which does not panic).
+        unsafe {
+            raw::RedisModule_Scan.unwrap()(
+                self.ctx,
+                cursor.0,
+                Some(on_scanned),
+                std::ptr::from_mut(&mut data).cast(),
+            ) != 0
+        }
+    }
+
     /// Starts the sweep's timer, to fire in `delay` milliseconds.
     pub fn start_timer(&self, delay: u64) {
         // SAFETY: a valid context and a callback of the expected signature.
@@ -144,111 +172,67 @@ extern "C" fn on_timer(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
     );
 }
 
-/// Listens to keyspace events of the generic, loaded, expired and evicted classes (the ways a
-/// filter enters or leaves a key without a command of this module) and to SWAPDB and FLUSHDB,
-/// answering with `handlers`.
-pub fn subscribe(ctx: *mut raw::RedisModuleCtx, handlers: &'static Handlers) -> Result<(), String> {
+/// Installs `handlers` (at load). The module subscribes to no keyspace or server event: the server
+/// would then take its modules' path for every event of every key (a `GET` of a missing key fires
+/// one) and at every turn of its event loop; what the sweep must learn, the data type's own
+/// callbacks tell it (`crate::bloom::sweep`).
+pub fn register(handlers: &'static Handlers) {
     let _ = HANDLERS.set(handlers);
-    let types = raw::REDISMODULE_NOTIFY_GENERIC
-        | raw::REDISMODULE_NOTIFY_LOADED
-        | raw::REDISMODULE_NOTIFY_EXPIRED
-        | raw::REDISMODULE_NOTIFY_EVICTED;
-    // SAFETY: a valid load-time context and a callback of the expected signature.
-    let subscribed = unsafe {
-        raw::RedisModule_SubscribeToKeyspaceEvents.unwrap()(ctx, types as c_int, Some(on_keyspace))
-    };
-    if subscribed != raw::REDISMODULE_OK as c_int {
-        return Err("could not subscribe to keyspace events".into());
-    }
-    // The header's RedisModuleEvent_SwapDB is a static of the C header, not a symbol: made here.
-    let swapdb = raw::RedisModuleEvent {
-        id: raw::REDISMODULE_EVENT_SWAPDB,
-        dataver: 1,
-    };
-    let flushdb = raw::RedisModuleEvent {
-        id: raw::REDISMODULE_EVENT_FLUSHDB,
-        dataver: 1,
-    };
-    // SAFETY: as above.
-    unsafe {
-        raw::RedisModule_SubscribeToServerEvent.unwrap()(ctx, swapdb, Some(on_swapdb));
-        raw::RedisModule_SubscribeToServerEvent.unwrap()(ctx, flushdb, Some(on_flushdb));
-    }
-    Ok(())
 }
 
-extern "C" fn on_keyspace(
-    ctx: *mut raw::RedisModuleCtx,
-    _type: c_int,
-    event: *const c_char,
-    key: *mut raw::RedisModuleString,
-) -> c_int {
-    guarded(
-        ctx,
-        "a keyspace event",
-        || (),
-        || {
-            // SAFETY: the server passes a NUL-terminated event name and the key's string, both
-            // valid for the callback.
-            let (event, name) = unsafe {
-                let mut len = 0;
-                let ptr = raw::RedisModule_StringPtrLen.unwrap()(key, &mut len);
-                (
-                    CStr::from_ptr(event).to_bytes(),
-                    std::slice::from_raw_parts(ptr.cast::<u8>(), len),
-                )
-            };
-            if let Some(handlers) = HANDLERS.get() {
-                // SAFETY: the callback's own context.
-                (handlers.keyspace)(&unsafe { Background::new(ctx) }, event, name);
-            }
-        },
-    );
-    raw::REDISMODULE_OK as c_int
+/// Where a walk over a database's keys stands (`Background::scan`).
+pub struct ScanCursor(*mut raw::RedisModuleScanCursor);
+
+impl ScanCursor {
+    /// A walk from the start.
+    pub fn new() -> ScanCursor {
+        // SAFETY: a function the server filled in at load; the cursor is destroyed by Drop.
+        ScanCursor(unsafe { raw::RedisModule_ScanCursorCreate.unwrap()() })
+    }
+
+    /// Back to the start (for the next database).
+    pub fn restart(&mut self) {
+        // SAFETY: a cursor made by `new`, not yet destroyed.
+        unsafe { raw::RedisModule_ScanCursorRestart.unwrap()(self.0) };
+    }
 }
 
-extern "C" fn on_swapdb(
-    ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    _subevent: u64,
+impl Default for ScanCursor {
+    fn default() -> ScanCursor {
+        ScanCursor::new()
+    }
+}
+
+impl Drop for ScanCursor {
+    fn drop(&mut self) {
+        // SAFETY: made by `new`, destroyed once.
+        unsafe { raw::RedisModule_ScanCursorDestroy.unwrap()(self.0) };
+    }
+}
+
+/// What a step of a scan calls for each key: its name, and the address of its value if it holds
+/// one of type `T`.
+struct Visit<'v> {
+    raw_type: *mut raw::RedisModuleType,
+    visit: &'v mut dyn FnMut(&[u8], Option<usize>),
+}
+
+extern "C" fn on_scanned(
+    _ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    key: *mut raw::RedisModuleKey,
     data: *mut c_void,
 ) {
-    guarded(
-        ctx,
-        "a SWAPDB event",
-        || (),
-        || {
-            if data.is_null() {
-                return;
-            }
-            // SAFETY: the server passes a RedisModuleSwapDbInfo for this event.
-            let info = unsafe { &*data.cast::<raw::RedisModuleSwapDbInfo>() };
-            if let Some(handlers) = HANDLERS.get() {
-                (handlers.swapdb)(info.dbnum_first, info.dbnum_second);
-            }
-        },
-    );
-}
-
-extern "C" fn on_flushdb(
-    ctx: *mut raw::RedisModuleCtx,
-    _event: raw::RedisModuleEvent,
-    subevent: u64,
-    data: *mut c_void,
-) {
-    guarded(
-        ctx,
-        "a FLUSHDB event",
-        || (),
-        || {
-            if data.is_null() || subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_END {
-                return;
-            }
-            // SAFETY: the server passes a RedisModuleFlushInfo for this event.
-            let info = unsafe { &*data.cast::<raw::RedisModuleFlushInfo>() };
-            if let Some(handlers) = HANDLERS.get() {
-                (handlers.flush)(info.dbnum);
-            }
-        },
-    );
+    // SAFETY: the `Visit` that `Background::scan` passed, alive during its call to RM_Scan.
+    let visit = unsafe { &mut *data.cast::<Visit>() };
+    // SAFETY: the key's name and the key the server opened for this callback, valid during it.
+    let (name, value) = unsafe {
+        let mut len = 0;
+        let ptr = raw::RedisModule_StringPtrLen.unwrap()(name, &mut len);
+        let ours =
+            !key.is_null() && raw::RedisModule_ModuleTypeGetType.unwrap()(key) == visit.raw_type;
+        let value = ours.then(|| raw::RedisModule_ModuleTypeGetValue.unwrap()(key) as usize);
+        (std::slice::from_raw_parts(ptr.cast::<u8>(), len), value)
+    };
+    (visit.visit)(name, value);
 }

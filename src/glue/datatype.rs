@@ -3,7 +3,7 @@
 //! [`Value`]. What they read and write is each family's (`crate::bloom::datatype`, `crate::cuckoo::datatype`).
 
 use super::guard::guarded;
-use super::value::{Digest, Loading, Value};
+use super::value::{Arrival, Digest, Loading, Value};
 use filters::fields::{FieldSink, FieldSource, LoadError};
 use redis_module::raw;
 use std::os::raw::{c_char, c_int, c_void};
@@ -29,7 +29,8 @@ pub const fn methods<T: Value>() -> raw::RedisModuleTypeMethods {
         mem_usage2: None,
         free_effort2: None,
         unlink2: None,
-        copy2: None,
+        // Redis 7.2 and newer (and Valkey) call it in place of `copy`, naming the databases too.
+        copy2: Some(copy2::<T>),
         aux_save2: None,
     }
 }
@@ -181,9 +182,29 @@ extern "C" fn rdb_load<T: Value>(rdb: *mut raw::RedisModuleIO, encver: c_int) ->
     );
     match loaded {
         Ok(value) => {
-            value.entered();
-            value.loaded();
-            Box::into_raw(Box::new(value)).cast()
+            let value = Box::into_raw(Box::new(value));
+            // SAFETY: the box just made, which the server owns from the return on.
+            let value_ref = unsafe { &*value };
+            value_ref.entered();
+            // SAFETY: the IO of the running rdb_load, and functions the server filled in (or
+            // left empty) at load. The server names the key it reads (RDB loading, RESTORE) and
+            // its database, or gives a null name; the context it makes lives while the IO does.
+            let (ctx, name, db) = unsafe {
+                (
+                    raw::RedisModule_GetContextFromIO.unwrap()(rdb),
+                    raw::RedisModule_GetKeyNameFromIO
+                        .and_then(|name_of| string_bytes(name_of(rdb))),
+                    raw::RedisModule_GetDbIdFromIO.map(|db_of| db_of(rdb)),
+                )
+            };
+            let arrival = Arrival {
+                name,
+                db,
+                copied_from: None,
+                ctx,
+            };
+            guarded(NO_CTX, "rdb_load", || (), || value_ref.arrived(&arrival));
+            value.cast()
         }
         Err(why) => {
             super::log::io_warning(rdb, &format!("cannot load a filter: {why}"));
@@ -275,18 +296,77 @@ unsafe extern "C" fn free_effort<T: Value>(
 /// Called by the server with a value of this type.
 unsafe extern "C" fn copy<T: Value>(
     _from: *mut raw::RedisModuleString,
-    _to: *mut raw::RedisModuleString,
+    to: *mut raw::RedisModuleString,
     value: *const c_void,
 ) -> *mut c_void {
+    // SAFETY: the server's strings for the copy's key, valid during the callback.
+    let name = unsafe { string_bytes(to) };
     // SAFETY: a value of this type (the server's contract).
-    let value = unsafe { value_of::<T>(value) };
+    unsafe { copy_to::<T>(value, name, None) }
+}
+
+/// # Safety
+/// Called by the server (7.2 and newer) with the copy's context and a value of this type.
+unsafe extern "C" fn copy2<T: Value>(
+    ctx: *mut raw::RedisModuleKeyOptCtx,
+    value: *const c_void,
+) -> *mut c_void {
+    // SAFETY: the copy's own context, and what it names, valid during the callback (the
+    // server that calls copy2 has both functions).
+    let (name, db) = unsafe {
+        (
+            raw::RedisModule_GetToKeyNameFromOptCtx.and_then(|name_of| string_bytes(name_of(ctx))),
+            raw::RedisModule_GetToDbIdFromOptCtx.map(|db_of| db_of(ctx)),
+        )
+    };
+    // SAFETY: a value of this type (the server's contract).
+    unsafe { copy_to::<T>(value, name, db) }
+}
+
+/// The copy of `value` for COPY into key `name` of database `db` (when the server says which).
+///
+/// # Safety
+/// `value` must be a value of `T`'s type.
+unsafe fn copy_to<T: Value>(
+    value: *const c_void,
+    name: Option<&[u8]>,
+    db: Option<i32>,
+) -> *mut c_void {
+    // SAFETY: the caller's contract.
+    let value_ref = unsafe { value_of::<T>(value) };
     // A copy the server has no memory for is refused (COPY answers an error), not an abort.
-    let copied = guarded(NO_CTX, "copy", || None, || value.try_clone());
+    let copied = guarded(NO_CTX, "copy", || None, || value_ref.try_clone());
     match copied {
         Some(copy) => {
-            copy.entered();
-            Box::into_raw(Box::new(copy)).cast()
+            let copy = Box::into_raw(Box::new(copy));
+            // SAFETY: the box just made, which the server owns from the return on.
+            let copy_ref = unsafe { &*copy };
+            copy_ref.entered();
+            let arrival = Arrival {
+                name,
+                db,
+                copied_from: Some(value as usize),
+                ctx: std::ptr::null_mut(),
+            };
+            guarded(NO_CTX, "copy", || (), || copy_ref.arrived(&arrival));
+            copy.cast()
         }
         None => std::ptr::null_mut(),
+    }
+}
+
+/// The bytes of a string the server passes to a callback, `None` for a null one.
+///
+/// # Safety
+/// `string` must be null or a valid string that outlives the slice.
+unsafe fn string_bytes<'a>(string: *const raw::RedisModuleString) -> Option<&'a [u8]> {
+    if string.is_null() {
+        return None;
+    }
+    let mut len = 0;
+    // SAFETY: a valid string (the caller's contract); the server only reads it.
+    unsafe {
+        let ptr = raw::RedisModule_StringPtrLen.unwrap()(string, &mut len);
+        Some(std::slice::from_raw_parts(ptr.cast::<u8>(), len))
     }
 }

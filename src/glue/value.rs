@@ -56,8 +56,23 @@ pub trait Value: Sized + 'static {
     fn try_clone(&self) -> Option<Self>;
     /// It entered the keyspace (created, loaded, copied): `INFO bf` counts it.
     fn entered(&self);
-    /// It is being freed.
+    /// It is being freed (on the server's main thread, or on a lazy-free thread).
     fn left(&self);
-    /// RDB loading just read it (before the `loaded` event that names its key).
-    fn loaded(&self) {}
+    /// It came into a key without a command of this module: RDB loading or RESTORE read it, or
+    /// COPY made it (after [`Value::entered`]).
+    fn arrived(&self, _arrival: &Arrival) {}
+}
+
+/// Where a value came into the keyspace without a command of this module, as far as the server
+/// tells its callback.
+pub struct Arrival<'a> {
+    /// The key's name, when the server names it (RDB loading and RESTORE do, as COPY does).
+    pub name: Option<&'a [u8]>,
+    /// The key's database, when the server tells it (not a COPY's on servers before 7.2).
+    pub db: Option<i32>,
+    /// The address of the value it was copied from (COPY).
+    pub copied_from: Option<usize>,
+    /// The callback's context, to start a timer with (null in a COPY, which has none):
+    /// `Background::of_arrival` wraps it.
+    pub(in crate::glue) ctx: *mut raw::RedisModuleCtx,
 }

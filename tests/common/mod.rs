@@ -14,6 +14,7 @@ pub mod rng;
 pub use resp::{Conn, Frame};
 
 use std::net::TcpListener;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -980,6 +981,47 @@ pub fn command_usec(conn: &mut Conn, command: &str) -> f64 {
         .unwrap_or_else(|| panic!("no usec in {line}"))
 }
 
+/// Runs a command `runs` times on the same value, as a blow-up guard that a busy machine cannot
+/// trip: first on copies of `key` restored from its DUMP under other names (deleted after each),
+/// last on `key` itself, which the test goes on with. `run` sends the command to the key it is
+/// given; what it returns for each run (the key's own last), and the fastest run as the server
+/// timed it, in microseconds (`INFO commandstats` of `command`, reset before each run: the call
+/// alone, not the waits of the test's threads or the server's for their turn). A command whose
+/// work is a function of the value alone does the same work each time, so the fastest of three
+/// is what it costs: scheduling does not slow three runs in a row by seconds.
+pub fn fastest_on_copies<T>(
+    conn: &mut Conn,
+    key: &str,
+    command: &str,
+    runs: usize,
+    mut run: impl FnMut(&mut Conn, &str) -> T,
+) -> (Vec<T>, f64) {
+    let payload = conn.call(&["DUMP", key]).bytes();
+    let mut fastest = f64::INFINITY;
+    let mut results = Vec::with_capacity(runs);
+    for index in 0..runs {
+        let copy = format!("{key}:copy:{index}");
+        let on_copy = index + 1 < runs;
+        if on_copy {
+            let restore = [b"RESTORE".as_slice(), copy.as_bytes(), b"0", &payload];
+            assert_eq!(conn.call(&restore), Frame::ok(), "RESTORE {copy}");
+        }
+        assert_eq!(conn.call(&["CONFIG", "RESETSTAT"]), Frame::ok());
+        results.push(run(conn, if on_copy { &copy } else { key }));
+        let stats = conn
+            .call(&["INFO", "commandstats"])
+            .text()
+            .to_ascii_lowercase();
+        let once = format!("cmdstat_{}:calls=1,", command.to_ascii_lowercase());
+        assert!(stats.contains(&once), "not one {command} in a run: {stats}");
+        fastest = fastest.min(command_usec(conn, command));
+        if on_copy {
+            assert_eq!(conn.call(&["DEL", &copy]), Frame::Int(1), "DEL {copy}");
+        }
+    }
+    (results, fastest)
+}
+
 /// Sends every command before reading any reply (one pipeline); the replies, in order.
 pub fn pipeline<A: AsRef<[u8]>>(conn: &mut Conn, commands: &[Vec<A>]) -> Vec<Frame> {
     for command in commands {
@@ -1009,6 +1051,69 @@ pub fn now_ms() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as u64
+}
+
+/// A reply, with the clock read just before the request went and just after the reply came back:
+/// the server read its own clock (the same one) in between, however long a busy machine kept
+/// either side waiting. What a windowed filter answers is judged by these two times.
+#[derive(Debug)]
+pub struct Timed<T = Frame> {
+    pub reply: T,
+    pub sent: u64,
+    pub answered: u64,
+}
+
+/// Sends `command` and reads its reply, timed.
+pub fn timed<A: AsRef<[u8]>>(conn: &mut Conn, command: &[A]) -> Timed {
+    timed_by(|| conn.call(command))
+}
+
+/// Runs `request` (commands sent and their replies read), timed.
+pub fn timed_by<T>(request: impl FnOnce() -> T) -> Timed<T> {
+    let sent = now_ms();
+    let reply = request();
+    Timed {
+        reply,
+        sent,
+        answered: now_ms(),
+    }
+}
+
+impl<T> Timed<T> {
+    /// Whether what expires at a time in `expiry` (a part's, as BF.DEBUG gives it, or the bounds
+    /// the test knows of one) was live when the server answered: `Some(true)` if the reply came
+    /// back before the earliest, `Some(false)` if the request went after the latest, `None` if the
+    /// expiry may have fallen while the request was out. Both clocks count whole milliseconds: a
+    /// millisecond of room each way.
+    pub fn live(&self, expiry: RangeInclusive<u64>) -> Option<bool> {
+        if self.answered + 1 < *expiry.start() {
+            Some(true)
+        } else if self.sent > *expiry.end() {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
+impl<T: PartialEq + std::fmt::Debug> Timed<T> {
+    /// Asserts the reply: `if_live` where [`Timed::live`] says what expires in `expiry` was live,
+    /// `if_gone` where it says it was gone, either where it cannot tell.
+    pub fn assert_by_expiry(&self, expiry: RangeInclusive<u64>, if_live: T, if_gone: T) {
+        let expected = match self.live(expiry.clone()) {
+            Some(true) => vec![if_live],
+            Some(false) => vec![if_gone],
+            None => vec![if_live, if_gone],
+        };
+        assert!(
+            expected.contains(&self.reply),
+            "{:?}, sent at {} and answered at {}, against an expiry in {expiry:?}: expected one of \
+             {expected:?}",
+            self.reply,
+            self.sent,
+            self.answered
+        );
+    }
 }
 
 /// Sleeps until the clock reads `at` (milliseconds since the epoch).

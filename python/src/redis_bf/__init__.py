@@ -12,7 +12,8 @@
   ``redis_bf.testing``: the same for a test session (pytest fixtures).
 """
 
-from ._core import CuckooOptions, ErrorRateUnsupportedError
+from ._errors import ErrorRateUnsupportedError
+from ._options import CuckooOptions
 from .bloom import (
     BloomFilter,
     BloomFilterError,

@@ -23,20 +23,12 @@ from typing import Any, TypeVar
 from redis.asyncio.cluster import PipelineCommand
 from redis.exceptions import RedisError, ResponseError
 
-from ._core import (
-    CF_DEL,
-    CF_INSERTNX,
-    Batch,
-    BloomFilterBase,
-    Call,
-    Core,
-    CuckooFilterBase,
-    Item,
-    Operation,
-    Waited,
-    is_cluster,
-    server_address,
-)
+from ._core import CF_DEL, CF_INSERTNX, Batch, Call, Core, Operation, is_cluster
+from ._errors import server_address
+from ._replies import Waited
+from ._shards import Item
+from .bloom import BloomFilterBase
+from .cuckoo import CuckooFilterBase
 
 __all__ = ["BloomFilter", "CuckooFilter"]
 

@@ -27,10 +27,61 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ._core import CF_DEL, CF_INSERTNX, CuckooFilterBase, Item
-from .bloom import Runner
+from ._core import CF_DEL, CF_INSERTNX, CuckooCore
+from ._options import CuckooOptions
+from ._shards import Item
+from .bloom import FilterBase, Runner
 
 __all__ = ["CuckooFilter"]
+
+
+class CuckooFilterBase(FilterBase):
+    """What ``redis_bf.CuckooFilter`` and ``redis_bf.asyncio.CuckooFilter`` share: the
+    parameters (see ``redis_bf.CuckooFilter``) and the ``CuckooCore`` each runs its own way."""
+
+    repr_name = "CuckooFilter"
+    options: CuckooOptions
+
+    def __init__(
+        self,
+        client: Any,
+        key: str,
+        capacity: int,
+        error_rate: float | None = 0.01,
+        *,
+        bucket_size: int | None = None,
+        max_iterations: int | None = None,
+        expansion: int | None = None,
+        shards: int | None = None,
+        batch_size: int = 1000,
+        pipeline_size: int = 16,
+        wait_for_replicas: int = 0,
+        wait_timeout: float = 1.0,
+    ):
+        options = CuckooOptions(
+            capacity,
+            error_rate,
+            bucket_size=bucket_size,
+            max_iterations=max_iterations,
+            expansion=expansion,
+        )
+        super().__init__(
+            client,
+            key,
+            options,
+            CuckooCore,
+            shards=shards,
+            batch_size=batch_size,
+            pipeline_size=pipeline_size,
+            wait_for_replicas=wait_for_replicas,
+            wait_timeout=wait_timeout,
+        )
+
+    @property
+    def _cuckoo(self) -> CuckooCore:
+        """The core, as the cuckoo filter's it is."""
+        assert isinstance(self._core, CuckooCore)
+        return self._core
 
 
 class CuckooFilter(Runner, CuckooFilterBase):

@@ -509,8 +509,9 @@ def _serve(running: Running, requests: _StopRequests) -> None:
             running.process.wait(0.1)
         except subprocess.TimeoutExpired:
             pass
-        if requests.count > handled and running.process.poll() is None:
-            handled = requests.count
+        # One request at a time, in order: two that came together still ask for a save first.
+        while requests.count > handled and running.process.poll() is None:
+            handled += 1
             if handled == 1:
                 print(
                     "redis-bf-server: stopping (Ctrl-C again stops it at once, without saving)",
