@@ -9,19 +9,47 @@
 //! collision) costs a wasted load, never an answer. Commands run one at a time on the server's
 //! main thread, so plain loads and stores (relaxed atomics, no locked instruction) are enough; a
 //! mixed read could only mislead a prefetch.
+//!
+//! Beside the words, an entry keeps one number the family learns from its key's answers (the
+//! Bloom family: how many of the key's recent lookups found their item, which decides how many
+//! lines the next one asks for early). It belongs to the key: kept while the key keeps the entry
+//! (its filter grown or moved), started again at 0 when another key takes the entry. Like the
+//! words, it only ever decides what is prefetched, never an answer.
 
 use crate::glue::call::Call;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// The entries of a table: keys whose tags share their top bits share an entry.
 pub const SLOTS: usize = 8;
 
 /// The words kept for one key.
-struct Entry<const N: usize> {
+pub struct Entry<const N: usize> {
     /// The key's tag; 0 (no key's) while the entry is empty.
     tag: AtomicU64,
     /// What the family keeps of the key's filter.
     words: [AtomicU64; N],
+    /// What the family learned of the key's recent answers (0 for a key new to the entry).
+    learned: AtomicU32,
+}
+
+impl<const N: usize> Entry<N> {
+    /// Word `index` of what the family keeps of the key's filter.
+    #[inline(always)]
+    pub fn word(&self, index: usize) -> u64 {
+        self.words[index].load(Ordering::Relaxed)
+    }
+
+    /// What the family learned of the key's recent answers: 0 until it keeps something.
+    #[inline(always)]
+    pub fn learned(&self) -> u32 {
+        self.learned.load(Ordering::Relaxed)
+    }
+
+    /// Keeps `value` as what the family learned of the key's recent answers.
+    #[inline(always)]
+    pub fn learn(&self, value: u32) {
+        self.learned.store(value, Ordering::Relaxed);
+    }
 }
 
 /// A family's table of hints.
@@ -41,6 +69,7 @@ impl<const N: usize> Hints<N> {
                 Entry {
                     tag: AtomicU64::new(0),
                     words: [const { AtomicU64::new(0) }; N],
+                    learned: AtomicU32::new(0),
                 }
             }; SLOTS],
         }
@@ -70,18 +99,22 @@ impl<const N: usize> Hints<N> {
         }))
     }
 
-    /// The words kept for the key tagged `tag`, if its entry holds them, to read one at a time
-    /// (a family that needs a few of many words reads those only).
+    /// The entry of the key tagged `tag`, if it holds that key's words, to read one word at a time
+    /// (a family that needs a few of many words reads those only) and to learn from its answers.
     #[inline(always)]
-    pub fn find(&self, tag: u64) -> Option<&[AtomicU64; N]> {
+    pub fn find(&self, tag: u64) -> Option<&Entry<N>> {
         let entry = self.entry(tag);
-        (entry.tag.load(Ordering::Relaxed) == tag).then_some(&entry.words)
+        (entry.tag.load(Ordering::Relaxed) == tag).then_some(entry)
     }
 
-    /// Keeps `words` for the key tagged `tag`, in place of what its entry held.
+    /// Keeps `words` for the key tagged `tag`, in place of what its entry held; what was learned
+    /// of the key's answers stays if the entry was the key's already, else starts again.
     #[inline(always)]
     pub fn keep(&self, tag: u64, words: [u64; N]) {
         let entry = self.entry(tag);
+        if entry.tag.load(Ordering::Relaxed) != tag {
+            entry.learned.store(0, Ordering::Relaxed);
+        }
         entry.tag.store(tag, Ordering::Relaxed);
         for (kept, word) in entry.words.iter().zip(words) {
             kept.store(word, Ordering::Relaxed);
@@ -144,5 +177,22 @@ mod tests {
         assert_eq!(hints.get(tag(3, 4)), Some([2]));
         hints.forget(tag(3, 4));
         assert_eq!(hints.get(tag(3, 4)), None);
+    }
+
+    #[test]
+    fn what_was_learned_stays_with_its_key_and_starts_again_for_another() {
+        let hints: Hints<1> = Hints::new();
+        hints.keep(tag(5, 2), [1]);
+        let entry = hints.find(tag(5, 2)).unwrap();
+        assert_eq!(entry.learned(), 0);
+        entry.learn(200);
+        // The same key's filter kept again (grown, moved): what was learned stays.
+        hints.keep(tag(5, 2), [2]);
+        let entry = hints.find(tag(5, 2)).unwrap();
+        assert_eq!((entry.word(0), entry.learned()), (2, 200));
+        // Another key takes the entry: it starts from nothing.
+        hints.keep(tag(5, 4), [3]);
+        assert!(hints.find(tag(5, 2)).is_none());
+        assert_eq!(hints.find(tag(5, 4)).unwrap().learned(), 0);
     }
 }

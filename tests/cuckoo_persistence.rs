@@ -307,6 +307,42 @@ fn replicas_and_full_syncs_end_identical_whatever_their_defaults() {
     }
 }
 
+/// A replica applies a primary's single CF.ADD and CF.ADDNX past its own sub-filter limit: a
+/// single add asks whether it is a replay only in a filter at that limit (issue 54), and there
+/// the answer must let it through.
+#[test]
+fn a_replica_applies_single_adds_past_its_own_sub_filter_limit() {
+    let primary = Server::start();
+    let replica = odd_replica();
+    replica.replicate(&primary);
+    let mut conn = primary.conn();
+    assert_eq!(
+        call(&mut conn, "CF.RESERVE single 64 EXPANSION 2"),
+        Frame::ok()
+    );
+    for i in 0..600 {
+        assert_eq!(
+            call(&mut conn, &format!("CF.ADD single a:{i}")),
+            Frame::Int(1)
+        );
+        // Its answer aside (a new item may seem held), the replica must do as the primary did.
+        call(&mut conn, &format!("CF.ADDNX single n:{i}"));
+    }
+    let info = call(&mut conn, "CF.INFO single").items();
+    let name = "Number of filters";
+    let at = info
+        .iter()
+        .position(|field| *field == Frame::Simple(name.into()) || *field == Frame::bulk(name));
+    let filters = at.and_then(|at| info.get(at + 1).cloned());
+    assert!(
+        matches!(filters, Some(Frame::Int(n)) if n > 2),
+        "past the replica's limit of 2: {filters:?}"
+    );
+    let expected = state(&mut conn, "single");
+    replica.catch_up(&primary);
+    assert_eq!(state(&mut replica.conn(), "single"), expected);
+}
+
 #[test]
 fn a_delete_on_a_big_filter_compacts_within_a_bounded_budget() {
     let server = Server::start();

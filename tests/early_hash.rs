@@ -11,7 +11,10 @@
 //! only ever says where to prefetch from): deleted and unlinked (lazily freed), expired, evicted,
 //! renamed, moved, copied (over a key, into another database), swapped with another database,
 //! flushed, restored over a key, reloaded from RDB and from the AOF, each made again with other
-//! parameters; then a replica of each, filled by a full sync, answers the same lookups.
+//! parameters; then a replica of each, filled by a full sync, answers the same lookups. Each key
+//! also takes runs of lookups that all find their item and runs that find none (a crawler's checks
+//! of links mostly seen, then of new ones), so that its lookups ask for every probe's line early,
+//! then for the first few again (`HeldShare`), with the answers unchanged either way.
 
 mod common;
 
@@ -38,6 +41,11 @@ fn step(db: u8, line: &str) -> Step {
 
 /// Items put in `grows` by BF.MADD before the single commands.
 const GROWS_FILL: usize = 900_200;
+
+/// Items put in `dense`, a fixed filter of a million, by BF.MADD before the single commands: 90%
+/// full, so that some absent items are found (about 0.6%), and a lookup that read fewer probes
+/// than it should would find several times as many. The adds after them stay within its capacity.
+const DENSE_FILL: usize = 900_000;
 
 /// Two names of one tag (`filters::hash::tag`: the length and the first and last eight bytes):
 /// their hints share a table entry, and each may find the other's.
@@ -101,6 +109,61 @@ fn singles(rng: &mut Rng, keys: &Keys, count: usize) -> Vec<Step> {
         .collect()
 }
 
+/// Runs of single commands on each key that all find their item, then that all do not: the
+/// key's lookups learn to ask early for every probe's line, then for the first few again. The
+/// held items are put in by `BF.MADD` first; adds of them answer 0.
+fn held_then_absent(rng: &mut Rng, keys: &Keys, round: usize) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for (db, key) in keys {
+        let mut madd = vec!["BF.MADD".to_string(), key.clone()];
+        madd.extend((0..300).map(|i| format!("held{round}:{i}")));
+        steps.push(Step {
+            db: *db,
+            words: madd,
+        });
+    }
+    // Then two held items to one absent, on each key in turn (and many more on `dense`): its
+    // lookups keep asking for every line, absent items' too, a few of which the full filter finds.
+    let dense: Vec<(u8, String)> = keys
+        .iter()
+        .filter(|(_, key)| key == "dense")
+        .cloned()
+        .collect();
+    for phase in ["held", "absent", "held", "mixed", "dense"] {
+        let (count, on) = match phase {
+            "mixed" => (150 * keys.len(), keys),
+            "dense" => (6000 * dense.len(), &dense),
+            _ => (40 * keys.len(), keys),
+        };
+        for step in 0..count {
+            let (db, key) = match phase {
+                "mixed" | "dense" => on[(step / 3) % on.len()].clone(),
+                _ => rng.pick(on).clone(),
+            };
+            let verb = if rng.below(4) == 0 {
+                "BF.ADD"
+            } else {
+                "BF.EXISTS"
+            };
+            let held = match phase {
+                "held" => true,
+                "absent" => false,
+                _ => step % 3 != 2,
+            };
+            let item = if held {
+                format!("held{round}:{}", rng.below(300))
+            } else {
+                format!("absent{round}:{}", rng.below(1_000_000))
+            };
+            steps.push(Step {
+                db,
+                words: vec![verb.into(), key, item],
+            });
+        }
+    }
+    steps
+}
+
 /// The whole script, setup included (the RedisBloom filters are loaded apart: see `run`).
 fn script(rng: &mut Rng) -> Vec<Step> {
     let mut steps = vec![
@@ -109,6 +172,7 @@ fn script(rng: &mut Rng) -> Vec<Step> {
         step(0, "BF.RESERVE windowed 0.01 4000000 WINDOW 315360000"),
         step(0, "BF.RESERVE grows 0.01 900000 EXPANSION 2"),
         step(0, "BF.RESERVE small 0.01 1000"),
+        step(0, "BF.RESERVE dense 0.01 1000000 NONSCALING"),
         step(0, &format!("BF.RESERVE {} 0.01 1000000", SAME_TAG[0])),
         step(
             0,
@@ -122,12 +186,18 @@ fn script(rng: &mut Rng) -> Vec<Step> {
         madd.extend((start..GROWS_FILL.min(start + 1000)).map(|i| format!("fill:{i}")));
         steps.push(Step { db: 0, words: madd });
     }
+    for start in (0..DENSE_FILL).step_by(1000) {
+        let mut madd = vec!["BF.MADD".to_string(), "dense".into()];
+        madd.extend((start..DENSE_FILL.min(start + 1000)).map(|i| format!("dense:{i}")));
+        steps.push(Step { db: 0, words: madd });
+    }
     let mut keys: Keys = [
         (0, "big"),
         (1, "big"),
         (0, "blocked"),
         (0, "windowed"),
         (0, "grows"),
+        (0, "dense"),
         (0, "small"),
         (0, SAME_TAG[0]),
         (0, SAME_TAG[1]),
@@ -136,6 +206,7 @@ fn script(rng: &mut Rng) -> Vec<Step> {
     .map(|(db, key)| (*db, key.to_string()))
     .collect();
     steps.extend(singles(rng, &keys, 6000));
+    steps.extend(held_then_absent(rng, &keys, 0));
     // Made again with another layout under the same name (a lazy free of the old one).
     steps.push(step(0, "DEL big"));
     steps.push(step(0, "BF.RESERVE big 0.01 1000000 LAYOUT BLOCKED"));
@@ -147,6 +218,7 @@ fn script(rng: &mut Rng) -> Vec<Step> {
     steps.push(step(0, &format!("DEL {}", SAME_TAG[0])));
     steps.push(step(0, &format!("BF.RESERVE {} 0.01 100", SAME_TAG[0])));
     steps.extend(singles(rng, &keys, 4000));
+    steps.extend(held_then_absent(rng, &keys, 1));
     // The two databases swapped: `big` in 0 is RedisBloom's now, this module's in 1.
     steps.push(step(0, "SWAPDB 0 1"));
     for (db, _) in keys.iter_mut() {
@@ -157,6 +229,7 @@ fn script(rng: &mut Rng) -> Vec<Step> {
     // under its name, and database 1 flushed (its keys made again, one small).
     steps.push(step(0, "DEBUG RELOAD"));
     steps.extend(singles(rng, &keys, 2000));
+    steps.extend(held_then_absent(rng, &keys, 2));
     steps.push(step(0, "FLUSHDB"));
     keys.retain(|(db, _)| *db != 0);
     steps.push(step(0, "BF.RESERVE big 0.001 2000000"));

@@ -23,7 +23,7 @@ pub fn rows(server: &Server, rows: &mut Vec<Row>) {
         Frame::ok()
     );
     let mut madd = vec!["BF.MADD".to_string(), "hashes".to_string()];
-    madd.extend((0..1000).map(|i| format!("item:{i}")));
+    madd.extend((0..1000).map(|i| format!("item:{i:012}")));
     conn.call(&madd);
     for (key, label, requests) in [
         ("long", "1,021-sub-filter chain", size(100_000) / 50),

@@ -167,6 +167,11 @@ fn instructions_under_callgrind(module: Option<&Path>, command: &[&str], request
             ..Options::default()
         }
         .config("loglevel", "notice")
+        // The server's timer once a second (its default is ten), and no slow log: under callgrind
+        // a run takes seconds, and both ran in it for as long as it took (a busier machine, more
+        // of them), which moved a count by up to 2% between two runs of one build (issue 54).
+        .config("hz", "1")
+        .config("slowlog-log-slower-than", "-1")
         // The same seed at every start: the command table's layout, and so the compares a
         // command's lookup makes, repeat (with a random seed they moved a count by up to 3%).
         .env("LD_PRELOAD", &fixed_seed_library().to_string_lossy()),

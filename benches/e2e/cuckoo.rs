@@ -181,7 +181,7 @@ fn fill(conn: &mut Conn, key: &str, count: u64) {
     while start < count {
         let end = (start + 1000).min(count);
         let mut args = vec!["CF.INSERT".to_string(), key.into(), "ITEMS".into()];
-        args.extend((start..end).map(|i| format!("item:{i}")));
+        args.extend((start..end).map(|i| format!("item:{i:012}")));
         conn.send(&args);
         pending += 1;
         if pending == 64 {

@@ -31,6 +31,7 @@ mod compaction;
 mod creation;
 mod cuckoo;
 mod filter_core;
+mod held;
 mod huge_pages;
 mod layout;
 mod memory;
@@ -48,7 +49,7 @@ fn main() {
     let mut rows = Vec::new();
 
     // BENCH_ONLY=commands,persistence runs some sections (core, commands, batches, redisbloom,
-    // cuckoo, callgrind, neighbours, bounded, compaction, creation, memory, window, layout,
+    // cuckoo, held, callgrind, neighbours, bounded, compaction, creation, memory, window, layout,
     // hugepages, persistence); all by default.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let wanted = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
@@ -67,6 +68,9 @@ fn main() {
     }
     if wanted("cuckoo") {
         cuckoo::rows(&server, &mut rows);
+    }
+    if wanted("held") {
+        held::rows(&server, &mut rows);
     }
     if wanted("callgrind") {
         callgrind::rows(&mut rows);

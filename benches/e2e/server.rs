@@ -28,9 +28,11 @@ pub fn start_with_module(module: &Path) -> Server {
     })
 }
 
-/// Adds `count` items (`item:0`...) to `key` with pipelined BF.MADD of 1,000 items each.
+/// Adds `count` items to `key` with pipelined BF.MADD of 1,000 items each: `item:000000000000`,
+/// `item:000000000001`... as redis-benchmark spells `item:__rand_int__` (12 digits, zero-padded),
+/// so that a benchmark of `item:__rand_int__` with `-r` up to `count` asks for held items.
 pub fn fill(conn: &mut Conn, key: &str, count: u64) {
-    fill_named(conn, key, count, |i| format!("item:{i}"));
+    fill_named(conn, key, count, |i| format!("item:{i:012}"));
 }
 
 /// [`fill`] with the items named by `name`.

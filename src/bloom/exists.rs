@@ -23,6 +23,7 @@ pub fn exists(call: &Call) -> Result<(), BfError> {
             early => filter.contains_early(item, early, now),
         }
     });
+    early.answered(found);
     stats::items_looked_up(1);
     call.reply_bool(found);
     Ok(())

@@ -40,14 +40,31 @@ enum Outcome {
 /// [`COMMAND_EVICTIONS`] evictions over all its items; a replay none of them (it applies what the
 /// primary did: every item it is sent was added there).
 fn adding<'c>(call: &'c Call) -> Adding<impl FnMut(&Cuckoo) -> u64 + 'c> {
-    let max_tables = match call.is_replay() {
+    adding_as(call, call.is_replay())
+}
+
+/// [`adding`] for a single item (CF.ADD, CF.ADDNX) into a filter of `tables` sub-filters, which
+/// asks the server whether the call is a replay (its context flags: about 130 instructions, an
+/// eighth of what the command runs in this module) only where the answer can change what the add
+/// does. One item makes one walk of evictions at most, and a call's first walk always runs whole,
+/// so the budget never cuts it; the sub-filter limits refuse an item only in a filter that has
+/// as many sub-filters already. Below both limits, a replay's add and a client's are the same.
+fn adding_one<'c>(call: &'c Call, tables: usize) -> Adding<impl FnMut(&Cuckoo) -> u64 + 'c> {
+    let limit = crate::config::cuckoo_max_tables().min(Limits::NONE.max_tables);
+    adding_as(call, tables as u64 >= limit && call.is_replay())
+}
+
+/// [`adding`] for a call that is a replay (`replay`) or a client's.
+fn adding_as<'c>(call: &'c Call, replay: bool) -> Adding<impl FnMut(&Cuckoo) -> u64 + 'c> {
+    let max_tables = match replay {
         true => Limits::NONE.max_tables,
         false => crate::config::cuckoo_max_tables(),
     };
-    let adding = Adding::new(max_tables, |filter: &Cuckoo| {
+    // The size limit asks again whether the call is a replay, only if the filter must grow.
+    let adding = Adding::new(max_tables, move |filter: &Cuckoo| {
         limits(call, cuckoo_memory_usage(filter)).max_bytes
     });
-    match call.is_replay() {
+    match replay {
         true => adding,
         false => adding.limited(COMMAND_EVICTIONS),
     }
@@ -135,7 +152,7 @@ fn add_command(call: &Call, mode: Mode) -> Result<(), BfError> {
     }
     let tables = filter.tables().len();
     let print = early.print(call, filter, item);
-    let mut adding = adding(call);
+    let mut adding = adding_one(call, tables);
     let outcome = add_one(filter, print, mode, &mut adding);
     stats::cuckoo_evictions(adding.evictions);
     stats::cuckoo_items(1, 0, 0);
