@@ -337,6 +337,10 @@ def test_the_plugin_s_server_ends_with_its_session_however_it_ends(
         env={**os.environ, "SERVER_FILE": str(told), "REDIS_BF_TESTING": "require"},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        # A session whose SIGINT is ignored (inherited: a shell script starts its background
+        # jobs so, and a CI run started as one passed it down) never hears a Ctrl-C: Python
+        # installs its KeyboardInterrupt handler only over the default action.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + HANG
