@@ -160,38 +160,22 @@ fn bloom_rows(module: &Path, rows: &mut Vec<Row>) {
     for (verb, requests) in [("BF.EXISTS", size(1_000_000)), ("BF.ADD", size(300_000))] {
         let label =
             format!("{verb}, 1e8 classic filter, 98% held (A/A: this build on two servers)");
-        rows.push(pairs(
+        rows.push(aa_row(
             GROUP,
             &label,
-            (
-                &Side {
-                    servers: &ours,
-                    verb,
-                },
-                &Side {
-                    servers: &same,
-                    verb,
-                },
-            ),
-            (held, Share::Most, requests),
-            ("this build (A/A)", f64::INFINITY),
+            verb,
+            (&ours, &same),
+            (held, requests),
+            "this build (A/A)",
         ));
     }
-    rows.push(pairs(
+    rows.push(aa_row(
         GROUP,
         "BF.EXISTS, 1e8 classic filter, 98% held (A/A of RedisBloom: its first server and its second)",
-        (
-            &Side {
-                servers: &theirs[..1],
-                verb: "BF.EXISTS",
-            },
-            &Side {
-                servers: &theirs[1..2],
-                verb: "BF.EXISTS",
-            },
-        ),
-        (held, Share::Most, size(1_000_000)),
-        ("RedisBloom (A/A)", f64::INFINITY),
+        "BF.EXISTS",
+        (&theirs[..1], &theirs[1..2]),
+        (held, size(1_000_000)),
+        "RedisBloom (A/A)",
     ));
     let runs = alternate(
         || get(&ours[0], size(1_000_000)),
@@ -271,21 +255,13 @@ fn cuckoo_rows(module: &Path, rows: &mut Vec<Row>) {
     }
     for (verb, requests) in [("CF.EXISTS", lookups), ("CF.ADDNX", adds)] {
         let label = format!("{verb}, the same, 98% held (A/A: this build on two servers)");
-        rows.push(pairs(
+        rows.push(aa_row(
             CUCKOO_GROUP,
             &label,
-            (
-                &Side {
-                    servers: &ours,
-                    verb,
-                },
-                &Side {
-                    servers: &same,
-                    verb,
-                },
-            ),
-            (held, Share::Most, requests),
-            ("this build (A/A)", f64::INFINITY),
+            verb,
+            (&ours, &same),
+            (held, requests),
+            "this build (A/A)",
         ));
     }
 }
@@ -351,6 +327,27 @@ fn rotating<'a>(
         turn += 1;
         measure(&servers[(turn - 1) % servers.len()])
     }
+}
+
+/// An A/A row: `verb` of items 98% held, on two sets of servers that hold the same filter, with no
+/// limit (the row is the run's noise).
+fn aa_row(
+    group: &'static str,
+    label: &str,
+    verb: &str,
+    (a, b): (&[Server], &[Server]),
+    (held, requests): (u64, u64),
+    baseline: &str,
+) -> Row {
+    let a = Side { servers: a, verb };
+    let b = Side { servers: b, verb };
+    pairs(
+        group,
+        label,
+        (&a, &b),
+        (held, Share::Most, requests),
+        (baseline, f64::INFINITY),
+    )
 }
 
 /// A row of pairs of runs: the medians of each side and the pairs' ratios.
