@@ -56,6 +56,13 @@ function replyOrError(promise) {
 /** Sends the requests of a filter's operations for one client. */
 export class Runner {
   constructor(client, core) {
+    // ioredis's clients have a sendCommand too, of another shape: they are told apart by their
+    // call() and their connection status, which node-redis's have not.
+    if (typeof client?.call === 'function' && typeof client?.status === 'string') {
+      throw new TypeError(
+        'ioredis clients are not supported: give a node-redis client, pool or cluster (createClient, createClientPool, createCluster)',
+      );
+    }
     if (typeof client?.sendCommand !== 'function') {
       throw new TypeError(
         'the client must be a node-redis client, pool or cluster (createClient, createClientPool, createCluster)',

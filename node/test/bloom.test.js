@@ -432,6 +432,12 @@ test('options are checked before any command', () => {
     /cannot hold a hash tag/,
   );
   assert.throws(() => new BloomFilter({}, 'k', { capacity: 10, errorRate: 0.01 }), /must be a node-redis client/);
+  // The shape of an ioredis Redis or Cluster: sendCommand(command), call(...args), status.
+  const ioredisLike = { sendCommand() {}, call() {}, status: 'ready' };
+  assert.throws(
+    () => new BloomFilter(ioredisLike, 'k', { capacity: 10, errorRate: 0.01 }),
+    /^TypeError: ioredis clients are not supported: give a node-redis client/,
+  );
   const windowed = bloom({ capacity: 10, errorRate: 0.01, window: 3600, layout: 'blocked' });
   assert.deepEqual(windowed.options.reserveArgs(), ['0.01', '10', 'WINDOW', '3600', 'LAYOUT', 'BLOCKED']);
   assert.deepEqual(windowed.options.insertArgs(), [
