@@ -286,12 +286,19 @@ fn a_promoted_replica_and_an_aof_reload_sweep_what_they_brought() {
     drop(conn);
     drop(primary);
     let mut mirror = replica.conn();
-    assert_eq!(info_bf(&replica, "bf_sweep_keys"), 2);
+    // Both watched, unless a busy machine let the primary sweep them before it went (the replica
+    // then applied that sweep: nothing is left to watch).
+    let watched = info_bf(&replica, "bf_sweep_keys");
+    if now_ms() < added + 5000 {
+        assert_eq!(watched, 2);
+    }
     ok(&mut mirror, &["REPLICAOF", "NO", "ONE"]);
-    assert!(now_ms() < added + 5900, "too slow for a six-second window");
+    // Promoted before or after the parts expired, it sweeps them itself: within a second of
+    // their expiry, or of the promotion; the deadline only catches a blow-up on a busy machine.
+    let deadline = (added + 6000).max(now_ms()) + 10_000;
     sleep_until(added + 6000);
     for key in ["synced", "replayed-renamed"] {
-        wait_for_size(&mut mirror, key, empty, added + 10_000);
+        wait_for_size(&mut mirror, key, empty, deadline);
     }
     assert_eq!(info_bf(&replica, "bf_sweep_keys"), 0);
 

@@ -181,6 +181,7 @@ def test_each_refusal_is_one_line(tmp_path: Path) -> None:
         ["--port", str(_free_port()), "--dir", str(tmp_path / "e"), "--", "--no-such-option", "1"]
     )
     assert line.startswith("redis-bf-server: the server refused its options: 'no-such-option"), line
+    assert line.endswith(f" (see {tmp_path / 'e'}/server.log)"), line
 
 
 def test_a_server_with_a_password_starts_and_a_running_one_is_not_taken_for_it(

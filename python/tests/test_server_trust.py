@@ -20,6 +20,7 @@ import pytest
 import redis
 
 from redis_bf import server
+from redis_bf._secrets import refusal as _secrets_refusal
 
 from redis_server import _free_port
 
@@ -254,6 +255,77 @@ def test_a_password_is_in_no_command_line(tmp_path: Path) -> None:
         "redis-bf-server: --requirepass on the command line can be read by every user of this "
         "machine (ps): set REDIS_BF_PASSWORD in the environment instead"
     )
+
+
+def test_other_secrets_are_in_no_command_line(tmp_path: Path) -> None:
+    user = ["--user", "alice", "on", ">alice-s3cret", "~*", "+@all"]
+    running = server.start(
+        port=_free_port(),
+        directory=tmp_path / "data",
+        server_args=["--masterauth", "m4ster-s3cret", *user, "--save", ""],
+    )
+    try:
+        command_line = Path(f"/proc/{running.process.pid}/cmdline").read_bytes()
+        assert b"s3cret" not in command_line and b"alice" not in command_line, command_line
+        alice = redis.Redis(port=running.port, username="alice", password="alice-s3cret")
+        assert alice.execute_command("BF.ADD", "k", "x") == 1
+        config = redis.Redis(port=running.port, decode_responses=True).config_get("masterauth")
+        assert config == {"masterauth": "m4ster-s3cret"}
+    finally:
+        running.stop()
+    data = str(tmp_path / "other")
+    config_file = "start the server yourself with a configuration file "
+    for option in (["--masterauth", "x"], ["--tls-key-file-pass", "x"], user):
+        assert refusal(["--dir", data, "--", *option]) == (
+            f"redis-bf-server: {option[0]} on the command line can be read by every user of this "
+            f'machine (ps): {config_file}(loadmodule "$(redis-bf-module-path)")'
+        )
+    # A user with no password has nothing to hide.
+    assert _secrets_refusal(["--user", "bob", "on", "nopass", "--save", ""]) is None
+
+
+def test_files_left_readable_are_made_private_and_links_under_any_name_refused(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir(mode=0o755)
+    data.chmod(0o755)
+    running = server.start(port=_free_port(), directory=data, server_args=["--appendonly", "yes"])
+    redis.Redis(port=running.port).execute_command("BF.ADD", "k", "x")
+    assert running.stop() == 0
+    # Files an earlier server, or an earlier version, left readable by all.
+    for path in (data / "dump.rdb", *(data / "appendonlydir").iterdir()):
+        path.chmod(0o644)
+    (data / "appendonlydir").chmod(0o755)
+    running = server.start(port=_free_port(), directory=data, server_args=["--appendonly", "yes"])
+    try:
+        assert redis.Redis(port=running.port).execute_command("BF.EXISTS", "k", "x") == 1
+        assert stat.S_IMODE((data / "dump.rdb").stat().st_mode) == 0o600
+        assert stat.S_IMODE((data / "appendonlydir").stat().st_mode) == 0o700
+        for path in (data / "appendonlydir").iterdir():
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    finally:
+        running.stop()
+    # The directory the user chose keeps its own mode: it is theirs, and no other user may write.
+    assert stat.S_IMODE(data.stat().st_mode) == 0o755
+    victim = tmp_path / "victim"
+    victim.write_text("not yours\n")
+    planted = next((data / "appendonlydir").iterdir())
+    planted.unlink()
+    planted.symlink_to(victim)
+    args = ["--port", str(_free_port()), "--dir", str(data), "--", "--appendonly", "yes"]
+    assert refusal(args) == (
+        f"redis-bf-server: {planted} is a symbolic link: the server does not follow links in its "
+        "directory; remove it, or choose another --dir"
+    )
+    planted.unlink()
+    (data / "mine.rdb").symlink_to(victim)
+    args = ["--port", str(_free_port()), "--dir", str(data), "--", "--dbfilename", "mine.rdb"]
+    assert refusal(args) == (
+        f"redis-bf-server: {data}/mine.rdb is a symbolic link: the server does not follow links "
+        "in its directory; remove it, or choose another --dir"
+    )
+    assert victim.read_text() == "not yours\n"
 
 
 def test_the_directory_is_private_and_no_planted_link_is_followed(tmp_path: Path) -> None:

@@ -1,7 +1,9 @@
 """The redis-bf Redis module, built for this platform: ``path()`` is its ``libredis_bf.so``.
 
-Installed by ``pip install 'redis-bf[server]'`` (the ``redis-bf`` package's ``module_path()`` and
-``redis-bf-server`` find it here), or on its own for a ``loadmodule`` line of a server of yours:
+Installed by ``pip install 'redis-bf[server]'`` (``pip install --find-links DIR
+'redis-bf[server]'`` from a folder of wheels, while no index has them; the ``redis-bf``
+package's ``module_path()`` and ``redis-bf-server`` find it here), or on its own for a
+``loadmodule`` line of a server of yours:
 
     redis-server --loadmodule "$(python -c 'import redis_bf_module; print(redis_bf_module.path())')"
 """

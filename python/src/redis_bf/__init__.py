@@ -8,7 +8,8 @@
   scrapy-redis, not imported here).
 - ``python -m redis_bf.migrate``: converts a scrapy-redis fingerprint set into a filter.
 - ``redis_bf.module_path()``: where the module is (``pip install 'redis-bf[server]'`` brings it
-  on Linux); ``redis-bf-server`` (``python -m redis_bf.server``): a server with it, and
+  on Linux, or ``pip install --find-links DIR 'redis-bf[server]'`` from a folder of wheels);
+  ``redis-bf-server`` (``python -m redis_bf.server``): a server with it, and
   ``redis_bf.testing``: the same for a test session (pytest fixtures).
 """
 

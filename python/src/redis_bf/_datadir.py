@@ -19,16 +19,31 @@ LOG_FILE = "server.log"
 LOCK_FILE = "server.lock"
 # What the server reads and writes in its directory: none may be a symbolic link.
 SERVER_FILES = ("dump.rdb", "appendonlydir", "appendonly.aof", LOG_FILE, LOCK_FILE)
+# Server options that name other files in the directory.
+FILE_OPTIONS = ("--dbfilename", "--appenddirname", "--appendfilename")
 
 
 class DataDirError(RuntimeError):
     """The directory cannot be used; the message says why in one line."""
 
 
-def prepare(directory: str | Path) -> Path:
+def server_files(server_args: list[str]) -> list[str]:
+    """The names the server reads and writes in its directory: the usual ones, and those its
+    options give (``--dbfilename``, ``--appenddirname``, ``--appendfilename``)."""
+    named = [
+        server_args[at + 1]
+        for at, word in enumerate(server_args[:-1])
+        if word in FILE_OPTIONS and server_args[at + 1]
+    ]
+    return [*SERVER_FILES, *named]
+
+
+def prepare(directory: str | Path, names: list[str] | tuple[str, ...] = SERVER_FILES) -> Path:
     """The data directory, absolute: created 0700 if missing; refused if it is not a directory,
     belongs to another user, or other users may write in it (they could plant a file the server
-    reads or a link it writes through)."""
+    reads or a link it writes through), or where one of ``names``, or a file in the append-only
+    directory, is a symbolic link. The server's files already there are made private (0600, and
+    0700 for the append-only directory): a server writes its new ones so itself."""
     path = Path(directory).expanduser().absolute()
     if path.exists() and not path.is_dir():
         raise DataDirError(f"--dir {path}: it is a file, not a directory")
@@ -50,13 +65,29 @@ def prepare(directory: str | Path) -> Path:
             f"--dir {path}: other users may write in it (mode {mode:o}), and so plant files the "
             f"server would read: chmod 700 {path}, or choose another --dir"
         )
-    for name in SERVER_FILES:
-        if (path / name).is_symlink():
-            raise DataDirError(
-                f"{path / name} is a symbolic link: the server does not follow links in its "
-                "directory; remove it, or choose another --dir"
-            )
+    for name in names:
+        _private(path / name)
+        if (path / name).is_dir():
+            for each in (path / name).iterdir():
+                _private(each)
     return path
+
+
+def _private(path: Path) -> None:
+    """Refuses a symbolic link; makes a file 0600 and a directory 0700 (those an earlier server,
+    or an earlier version of this package, left readable by all)."""
+    if path.is_symlink():
+        raise DataDirError(
+            f"{path} is a symbolic link: the server does not follow links in its directory; "
+            "remove it, or choose another --dir"
+        )
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    mode = 0o700 if stat.S_ISDIR(info.st_mode) else 0o600
+    if stat.S_IMODE(info.st_mode) != mode and info.st_uid == os.geteuid():
+        os.chmod(path, mode)
 
 
 def open_log(path: Path) -> int:

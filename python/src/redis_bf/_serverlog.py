@@ -53,7 +53,8 @@ def why_it_stopped(lines: list[str], log: Path, port: int, status: int | None) -
     for at, line in enumerate(lines):
         if line.startswith(">>>"):
             reason = lines[at + 1] if at + 1 < len(lines) else ""
-            return f"the server refused its options: {line[3:].strip()}: {reason}".rstrip(": ")
+            said = f"{line[3:].strip()}: {reason}".rstrip(": ")
+            return f"the server refused its options: {said} {see}"
     for line in lines:
         if "address already in use" in line.lower():
             return f"port {port} is taken: choose another with --port"

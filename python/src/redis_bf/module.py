@@ -2,9 +2,10 @@
 
 The module itself (``libredis_bf.so``) comes in its own distribution, ``redis-bf-module``, built
 for Linux x86_64 and aarch64 (glibc 2.17 or newer); ``pip install 'redis-bf[server]'`` brings it
-there. On any other platform this package still installs and works against a server that has
-the module; only the module's path cannot be given, and ``ModuleNotInstalledError`` says why in
-one line.
+there (``pip install --find-links DIR 'redis-bf[server]'`` from a folder of wheels, ``make
+wheel``'s, while no index has them). On any other platform this package still installs and works
+against a server that has the module; only the module's path cannot be given, and
+``ModuleNotInstalledError`` says why in one line.
 """
 
 from __future__ import annotations

