@@ -3,7 +3,9 @@
 //! SET ... EX, EXPIRE, DEL, RENAME, HSET, LPUSH, ZADD) on a server with this module loaded,
 //! against one with no module, one with RedisBloom (when `REDISBLOOM_SO` names a build of it),
 //! one with this module's previous build (`BENCH_BASELINE_SO`), and a second server with no
-//! module (the A/A rows: what the measure itself moves).
+//! module (the A/A rows: what the measure itself moves). Under callgrind also a control: a module
+//! that registers this one's 25 command names, in the same order, and does nothing else
+//! (tests/fake/names_only.c): what registering the names alone costs.
 //!
 //! - Instructions (callgrind): one server of each kind under callgrind runs every command in turn,
 //!   [`REQUESTS`] of it pipelined 16 deep after its setup, each between two `LASTSAVE`s that
@@ -18,7 +20,9 @@
 //!   one seed is one draw of a command's lookup (RENAME's cost moved by 150 instructions, 3%,
 //!   from one seed to another with no module, and by -150 to +70 with a module loaded: one draw
 //!   read +1.5% for this module and RedisBloom alike; SET +1.8% on one seed of three, for both);
-//!   the mean over the rounds is the cost a server pays on average. Where the server's
+//!   the mean over the rounds is the cost a server pays on average. `BENCH_NEIGHBOUR_ROUNDS`
+//!   (8 by default) and `BENCH_NEIGHBOUR_FIRST_ROUND` (0) choose the rounds, and so the seeds;
+//!   each round's difference from no module is printed, kind by kind. Where the server's
 //!   allocations land moves a string compare's cost by up to 30 instructions a request from one
 //!   server to the next, which the rounds average too. The servers do not rehash in their cron
 //!   (`activerehashing no`), so that a growing table's rehashing is all counted.
@@ -28,7 +32,7 @@
 //!   pairs of runs in ABBA order against the server with no module, the row the median of the
 //!   pairs' ratios.
 
-use crate::common::{fixed_seed_library, Conn, Frame, Options, Server};
+use crate::common::{fixed_seed_library, names_only_module, Conn, Frame, Options, Server};
 use crate::measure::{alternate, median, size, usec_per_call};
 use crate::report::Row;
 use crate::server;
@@ -132,11 +136,73 @@ fn neighbours() -> [Neighbour; 10] {
     ]
 }
 
-/// The servers compared: no module, this module, RedisBloom.
+/// The control's row name.
+const NAMES_ONLY: &str = "a module of this one's 25 command names that does nothing (control)";
+
+/// This module's commands, in the order src/lib.rs registers them: the control registers the
+/// same names in the same order, so that a seed lays out the same command table.
+const COMMAND_NAMES: [&str; 25] = [
+    "bf.reserve",
+    "bf.add",
+    "bf.madd",
+    "bf.insert",
+    "bf.exists",
+    "bf.mexists",
+    "bf.info",
+    "bf.card",
+    "bf.debug",
+    "bf.scandump",
+    "bf.loadchunk",
+    "cf.reserve",
+    "cf.add",
+    "cf.addnx",
+    "cf.insert",
+    "cf.insertnx",
+    "cf.exists",
+    "cf.mexists",
+    "cf.count",
+    "cf.del",
+    "cf.compact",
+    "cf.info",
+    "cf.debug",
+    "cf.scandump",
+    "cf.loadchunk",
+];
+
+/// Checks that [`COMMAND_NAMES`] are the commands this module registers (`COMMAND LIST
+/// FILTERBY MODULE bf`), so that the control keeps up with the module.
+fn check_command_names() {
+    let server = server::start();
+    let listed = server
+        .conn()
+        .call(&["COMMAND", "LIST", "FILTERBY", "MODULE", "bf"]);
+    let mut listed: Vec<String> = listed.items().iter().map(Frame::text).collect();
+    listed.sort();
+    let mut names: Vec<String> = COMMAND_NAMES.iter().map(|name| name.to_string()).collect();
+    names.sort();
+    assert_eq!(
+        listed, names,
+        "COMMAND_NAMES is not the module's commands: update it"
+    );
+}
+
+/// A whole number from the environment, if set.
+fn env_number(variable: &str) -> Option<usize> {
+    let value = std::env::var(variable).ok()?;
+    Some(
+        value
+            .parse()
+            .unwrap_or_else(|_| panic!("{variable}={value}: not a whole number")),
+    )
+}
+
+/// The servers compared: no module, this module, the control, RedisBloom.
 #[derive(Clone)]
 enum Kind {
     Bare,
     Ours,
+    /// [`names_only_module`] registering [`COMMAND_NAMES`].
+    NamesOnly,
     Other(PathBuf),
 }
 
@@ -148,6 +214,11 @@ impl Kind {
                 ..base
             },
             Kind::Ours => base,
+            Kind::NamesOnly => Options {
+                module: Some(names_only_module()),
+                module_args: COMMAND_NAMES.iter().map(|name| name.to_string()).collect(),
+                ..base
+            },
             Kind::Other(module) => Options {
                 module: Some(module.clone()),
                 ..base
@@ -221,16 +292,20 @@ fn prepare(conn: &mut Conn, neighbour: &Neighbour, count: u64) {
 /// The callgrind rows: every command's instructions per request on each kind of server, and an
 /// idle server's instructions per second.
 fn instruction_rows(rows: &mut Vec<Row>, others: &[(&'static str, Kind)]) {
+    check_command_names();
     let mut kinds = vec![
         ("no module", Kind::Bare),
         ("this module", Kind::Ours),
         ("no module again (A/A)", Kind::Bare),
+        (NAMES_ONLY, Kind::NamesOnly),
     ];
     kinds.extend(others.iter().cloned());
     let requests = size(REQUESTS);
     // By kind, by command, the counts of the rounds.
     let mut counts = vec![vec![Vec::new(); neighbours().len()]; kinds.len()];
-    for round in 0..ROUNDS {
+    let rounds = env_number("BENCH_NEIGHBOUR_ROUNDS").unwrap_or(ROUNDS);
+    let first = env_number("BENCH_NEIGHBOUR_FIRST_ROUND").unwrap_or(0);
+    for round in first..first + rounds {
         // Each round takes the kinds in another order.
         for k in 0..kinds.len() {
             let kind = (k + round) % kinds.len();
@@ -239,6 +314,21 @@ fn instruction_rows(rows: &mut Vec<Row>, others: &[(&'static str, Kind)]) {
             for (command, value) in measured.into_iter().enumerate() {
                 counts[kind][command].push(value);
             }
+        }
+    }
+    // Each round's difference from no module: a seed's draw, which the control shares.
+    println!(
+        "(neighbours: instructions per request minus no module's, rounds {first} to {})",
+        first + rounds - 1
+    );
+    for (command, neighbour) in neighbours().iter().enumerate() {
+        for (kind, (name, _)) in kinds.iter().enumerate().skip(1) {
+            let differences: Vec<String> = counts[kind][command]
+                .iter()
+                .zip(&counts[0][command])
+                .map(|(count, bare)| format!("{:+.0}", count - bare))
+                .collect();
+            println!("  {}, {name}: {}", neighbour.label, differences.join(" "));
         }
     }
     let mean = |values: Vec<f64>| values.iter().sum::<f64>() / values.len() as f64;

@@ -236,36 +236,48 @@ pub fn fixed_seed_library() -> PathBuf {
 pub fn other_bloom_module() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            // Only this machine's platform: the whole graph names crates that no build here
-            // downloads (`crunchy`, under criterion, for other targets), which a fresh cargo home
-            // lacks. Not offline: the registry is reachable wherever the build was.
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-            let out = Command::new(cargo)
-                .args(["metadata", "--format-version", "1", "--filter-platform"])
-                .arg(host_triple())
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .output()
-                .expect("run cargo metadata");
-            assert!(
-                out.status.success(),
-                "cargo metadata failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let metadata: serde_json::Value =
-                serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON");
-            let manifest = metadata["packages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|package| package["name"] == "redis-module")
-                .and_then(|package| package["manifest_path"].as_str())
-                .expect("the redis-module package in cargo metadata")
-                .to_string();
-            let include = Path::new(&manifest).parent().unwrap().join("src/include");
-            c_library("tests/fake/other_bloom.c", Some(&include))
-        })
+        .get_or_init(|| c_library("tests/fake/other_bloom.c", Some(&module_include_dir())))
         .clone()
+}
+
+/// tests/fake/names_only.c, built: a module that registers the command names it is given as load
+/// arguments and does nothing else (the neighbours bench's control).
+pub fn names_only_module() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| c_library("tests/fake/names_only.c", Some(&module_include_dir())))
+        .clone()
+}
+
+/// The directory of the redismodule.h the redis-module crate ships, found through `cargo
+/// metadata`.
+fn module_include_dir() -> PathBuf {
+    // Only this machine's platform: the whole graph names crates that no build here
+    // downloads (`crunchy`, under criterion, for other targets), which a fresh cargo home
+    // lacks. Not offline: the registry is reachable wherever the build was.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--filter-platform"])
+        .arg(host_triple())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        out.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON");
+    let manifest = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|package| package["name"] == "redis-module")
+        .and_then(|package| package["manifest_path"].as_str())
+        .expect("the redis-module package in cargo metadata")
+        .to_string();
+    Path::new(&manifest).parent().unwrap().join("src/include")
 }
 
 /// The platform this machine builds for (`rustc -vV`'s `host:` line).
