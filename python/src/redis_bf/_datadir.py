@@ -68,7 +68,11 @@ def prepare(directory: str | Path, names: list[str] | tuple[str, ...] = SERVER_F
     for name in names:
         _private(path / name)
         if (path / name).is_dir():
-            for each in (path / name).iterdir():
+            try:
+                inside = list((path / name).iterdir())
+            except FileNotFoundError:
+                continue  # removed meanwhile (by a server running there: refused later)
+            for each in inside:
                 _private(each)
     return path
 
@@ -83,11 +87,11 @@ def _private(path: Path) -> None:
         )
     try:
         info = path.lstat()
+        mode = 0o700 if stat.S_ISDIR(info.st_mode) else 0o600
+        if stat.S_IMODE(info.st_mode) != mode and info.st_uid == os.geteuid():
+            os.chmod(path, mode)
     except FileNotFoundError:
-        return
-    mode = 0o700 if stat.S_ISDIR(info.st_mode) else 0o600
-    if stat.S_IMODE(info.st_mode) != mode and info.st_uid == os.geteuid():
-        os.chmod(path, mode)
+        pass  # not there, or removed meanwhile
 
 
 def open_log(path: Path) -> int:
