@@ -303,7 +303,9 @@ fn instruction_rows(rows: &mut Vec<Row>, others: &[(&'static str, Kind)]) {
     let requests = size(REQUESTS);
     // By kind, by command, the counts of the rounds.
     let mut counts = vec![vec![Vec::new(); neighbours().len()]; kinds.len()];
-    let rounds = env_number("BENCH_NEIGHBOUR_ROUNDS").unwrap_or(ROUNDS);
+    let rounds = env_number("BENCH_NEIGHBOUR_ROUNDS")
+        .unwrap_or(ROUNDS)
+        .max(1);
     let first = env_number("BENCH_NEIGHBOUR_FIRST_ROUND").unwrap_or(0);
     for round in first..first + rounds {
         // Each round takes the kinds in another order.
