@@ -8,7 +8,7 @@ mod common;
 
 use common::chunks::{being_restored, cf_loadchunk as loadchunk, cf_scandump as scandump};
 use common::payload::{Envelope, Field};
-use common::{command_usec, digest, flavor, Conn, Frame, Options, Server};
+use common::{command_usec, digest, flavor, info_reply_field, Conn, Frame, Options, Server};
 
 fn call(conn: &mut Conn, line: &str) -> Frame {
     conn.call(&line.split(' ').collect::<Vec<_>>())
@@ -328,14 +328,9 @@ fn a_replica_applies_single_adds_past_its_own_sub_filter_limit() {
         // Its answer aside (a new item may seem held), the replica must do as the primary did.
         call(&mut conn, &format!("CF.ADDNX single n:{i}"));
     }
-    let info = call(&mut conn, "CF.INFO single").items();
-    let name = "Number of filters";
-    let at = info
-        .iter()
-        .position(|field| *field == Frame::Simple(name.into()) || *field == Frame::bulk(name));
-    let filters = at.and_then(|at| info.get(at + 1).cloned());
+    let filters = info_reply_field(&mut conn, "CF.INFO", "single", "Number of filters");
     assert!(
-        matches!(filters, Some(Frame::Int(n)) if n > 2),
+        matches!(filters, Frame::Int(n) if n > 2),
         "past the replica's limit of 2: {filters:?}"
     );
     let expected = state(&mut conn, "single");

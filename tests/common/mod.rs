@@ -779,7 +779,12 @@ pub fn debug_fields_of(
 
 /// One field of BF.INFO (RESP2), by its name.
 pub fn bf_info_field(conn: &mut Conn, key: &str, name: &str) -> Frame {
-    conn.call(&["BF.INFO", key])
+    info_reply_field(conn, "BF.INFO", key, name)
+}
+
+/// One field of an INFO command's reply for a key (`BF.INFO` or `CF.INFO`, RESP2), by its name.
+pub fn info_reply_field(conn: &mut Conn, command: &str, key: &str, name: &str) -> Frame {
+    conn.call(&[command, key])
         .items()
         .chunks(2)
         .find(|pair| pair[0].text() == name)
