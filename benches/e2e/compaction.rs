@@ -105,7 +105,11 @@ fn bounded(name: &str, ms: f64) -> Row {
 
 /// The slowest of `count` runs of `command`, in milliseconds (the client's wall clock: the
 /// server is pinned to a core of its own).
-fn slowest(conn: &mut Conn, command: &[&str], count: usize) -> f64 {
+pub(crate) fn slowest<A: AsRef<[u8]> + std::fmt::Debug>(
+    conn: &mut Conn,
+    command: &[A],
+    count: usize,
+) -> f64 {
     (0..count)
         .map(|_| {
             let started = Instant::now();
@@ -168,7 +172,7 @@ fn out_of_cache(buckets: u64) -> Cuckoo {
 }
 
 /// Puts `filter` at `key` with CF.LOADCHUNK: its header, then its chunks (pipelined).
-fn load(conn: &mut Conn, key: &str, filter: &Cuckoo) {
+pub(crate) fn load(conn: &mut Conn, key: &str, filter: &Cuckoo) {
     conn.call(&["DEL", key]);
     let head = header(filter);
     assert_eq!(

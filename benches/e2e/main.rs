@@ -38,6 +38,7 @@ mod memory;
 mod neighbours;
 mod persistence;
 mod redisbloom;
+mod walks;
 mod window;
 
 use std::path::Path;
@@ -49,8 +50,8 @@ fn main() {
     let mut rows = Vec::new();
 
     // BENCH_ONLY=commands,persistence runs some sections (core, commands, batches, redisbloom,
-    // cuckoo, held, callgrind, neighbours, bounded, compaction, creation, memory, window, layout,
-    // hugepages, persistence); all by default.
+    // cuckoo, held, callgrind, neighbours, bounded, compaction, walks, creation, memory, window,
+    // layout, hugepages, persistence); all by default.
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let wanted = |section: &str| only.is_empty() || only.split(',').any(|s| s == section);
     if wanted("core") {
@@ -83,6 +84,9 @@ fn main() {
     }
     if wanted("compaction") {
         compaction::rows(&server, &mut rows);
+    }
+    if wanted("walks") {
+        walks::rows(&server, &mut rows);
     }
     if wanted("creation") {
         creation::rows(&server, &mut rows);

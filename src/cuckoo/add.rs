@@ -1,9 +1,10 @@
 //! `CF.ADD`, `CF.ADDNX`, `CF.INSERT` and `CF.INSERTNX`: adding items, creating the filter on a
 //! missing key. ADD adds another copy of an item it holds; the NX forms add only items it does not
 //! seem to hold. The sub-filter limit (`cf-max-expansions`) is checked before every item: a batch
-//! cannot pass it (RedisBloom checks once per command). A call makes at most `COMMAND_EVICTIONS`
-//! evictions over all its items, and none after an item showed the filter full: a batch cannot
-//! hold the server for its items times `MAXITERATIONS`, as RedisBloom's can.
+//! cannot pass it (RedisBloom checks once per command). A walk makes at most `WALK_EVICTIONS`
+//! evictions, a call evictions weighing at most `COMMAND_EVICTIONS` over all its items, and none
+//! after an item showed the filter full: a batch cannot hold the server for its items times
+//! `MAXITERATIONS`, as RedisBloom's can.
 
 use super::create::{checked_capacity, parse_capacity, parse_error, Creation};
 use super::{in_use, limits, open, Early};
@@ -37,7 +38,7 @@ enum Outcome {
 
 /// What the adds of this call may take: `bf.cf-max-expansions`, the size limit asked of the
 /// server only if an item needs a new sub-filter (which may ask the server for its memory), and
-/// [`COMMAND_EVICTIONS`] evictions over all its items; a replay none of them (it applies what the
+/// evictions weighing [`COMMAND_EVICTIONS`] over all its items; a replay none of them (it applies what the
 /// primary did: every item it is sent was added there).
 fn adding<'c>(call: &'c Call) -> Adding<impl FnMut(&Cuckoo) -> u64 + 'c> {
     adding_as(call, call.is_replay())

@@ -7,12 +7,13 @@
 //! failing that it evicts in the newest one: starting at the item's first bucket, it swaps the
 //! item into slot 0, 1, 2, ... (one more each step, modulo the bucket size) and carries the
 //! fingerprint it displaced to that fingerprint's other bucket, until one has an empty slot or
-//! `max_iterations` swaps were made, which it then undoes in reverse. No randomness: a replica
-//! makes the same moves. Then the filter grows by a sub-filter `expansion` times the newest (or,
+//! `max_iterations` swaps were made (at most [`WALK_EVICTIONS`], where RedisBloom's walk goes on
+//! to 65,535), which it then undoes in reverse. No randomness: a replica makes the same moves. Then the filter grows by a sub-filter `expansion` times the newest (or,
 //! with expansion 0, refuses the item), and the item goes there.
 //!
-//! A client's command spends at most [`COMMAND_EVICTIONS`] evictions over all its items (see
-//! [`Adding::limited`]): a batch cannot hold the server for its items times `max_iterations`.
+//! A client's command spends at most [`COMMAND_EVICTIONS`] over all its items, each eviction
+//! weighed by how far its sub-filter is from the CPU (see [`Adding::limited`] and
+//! [`eviction_weight`]): a batch cannot hold the server for its items times `max_iterations`.
 
 use super::locator::Locator;
 use super::print::{Hashing, Print};
@@ -21,6 +22,9 @@ use super::table::{table_bytes, Table, MAX_BUCKETS};
 use crate::bytes::{charged, charged_array};
 use crate::error::FilterError;
 use crate::restoring::Restoring;
+
+mod budget;
+pub use budget::{eviction_weight, Adding, COMMAND_EVICTIONS, WALK_EVICTIONS};
 
 /// A cuckoo filter: the value of one `CF.*` key.
 #[derive(Debug, Clone, PartialEq)]
@@ -346,11 +350,15 @@ impl Cuckoo {
         print: Print,
         adding: &mut Adding<F>,
     ) -> Result<(), FilterError> {
-        if !adding.may_walk(u64::from(self.params.max_iterations)) {
+        let weight = self
+            .tables
+            .last()
+            .map_or(1, |table| eviction_weight(table.bytes().len() as u64));
+        if !adding.may_walk(u64::from(self.walk_length()), weight) {
             return Err(FilterError::Full);
         }
         let (placed, swaps) = self.evict(&print);
-        adding.walked(swaps);
+        adding.walked(swaps, weight);
         if placed {
             self.added();
             return Ok(());
@@ -394,11 +402,19 @@ impl Cuckoo {
         self.tables.iter_mut().rev().any(|table| table.place(print))
     }
 
-    /// RedisBloom's eviction in the newest sub-filter (see the module documentation): whether
-    /// the item found room (false: every swap undone) and the swaps it made before.
+    /// The most swaps one walk of this filter makes: its `max_iterations`, at most
+    /// [`WALK_EVICTIONS`].
+    #[inline]
+    pub fn walk_length(&self) -> u16 {
+        self.params.max_iterations.min(WALK_EVICTIONS)
+    }
+
+    /// RedisBloom's eviction in the newest sub-filter (see the module documentation), at most
+    /// [`WALK_EVICTIONS`] swaps: whether the item found room (false: every swap undone) and the
+    /// swaps it made before.
     fn evict(&mut self, print: &Print) -> (bool, u64) {
         let size = u32::from(self.params.bucket_size);
-        let iterations = u32::from(self.params.max_iterations);
+        let iterations = u32::from(self.walk_length());
         let hashing = self.hashing();
         let Some(table) = self.tables.last_mut() else {
             return (false, 0);
@@ -604,80 +620,6 @@ impl Limits {
     pub fn adding(&self) -> Adding<impl FnMut(&Cuckoo) -> u64> {
         let max_bytes = self.max_bytes;
         Adding::new(self.max_tables, move |_: &Cuckoo| max_bytes)
-    }
-}
-
-/// The most evictions one client command makes over all its items (a replay's are not
-/// limited): one item's longest walk (`MAXITERATIONS` 65,535) and one. Measured in SECURITY.md:
-/// under a millisecond in a filter that fits the CPU's caches; in a big one, what a single item's
-/// longest walk takes anyway.
-pub const COMMAND_EVICTIONS: u64 = 1 << 16;
-
-/// What the adds of one command may take and what they did: the sub-filter limit, a byte limit
-/// asked for only when an item needs a new sub-filter (from the filter as it then stands:
-/// finding it may cost the caller something), the evictions they may make in all, and those
-/// they made (undone ones included).
-pub struct Adding<F: FnMut(&Cuckoo) -> u64> {
-    pub max_tables: u64,
-    pub max_bytes: F,
-    /// The evictions all the adds may make (`None`: no limit, for writes a primary or the AOF
-    /// replays, which apply every item they are sent).
-    pub max_evictions: Option<u64>,
-    /// Walks of evictions made.
-    pub walks: u64,
-    /// Evictions made, undone ones included (`INFO bf` counts them).
-    pub evictions: u64,
-}
-
-impl<F: FnMut(&Cuckoo) -> u64> Adding<F> {
-    /// Adds within these limits, no evictions made yet and no limit on them.
-    pub fn new(max_tables: u64, max_bytes: F) -> Adding<F> {
-        Adding {
-            max_tables,
-            max_bytes,
-            max_evictions: None,
-            walks: 0,
-            evictions: 0,
-        }
-    }
-
-    /// The same, making at most `max_evictions` evictions in all (a client's command:
-    /// [`COMMAND_EVICTIONS`]). A walk is never cut short, so that it makes the moves a replica
-    /// makes without a limit: one starts only if all its `max_iterations` fit, but the first,
-    /// which always may (so a single item is added as it would be without a limit). Once an item
-    /// is refused after its walk with no growth possible, the filter is full and no more walks
-    /// start. An item with no walk goes in only where one of its buckets has an empty slot, as
-    /// it would on a replica, and is refused otherwise, unchanged, and never sent to it.
-    pub fn limited(self, max_evictions: u64) -> Adding<F> {
-        Adding {
-            max_evictions: Some(max_evictions),
-            ..self
-        }
-    }
-
-    /// Whether a walk of up to `max_iterations` evictions may start.
-    #[inline]
-    fn may_walk(&self, max_iterations: u64) -> bool {
-        match self.max_evictions {
-            None => true,
-            Some(max) => self.walks == 0 || self.evictions.saturating_add(max_iterations) <= max,
-        }
-    }
-
-    /// Counts a walk of `evictions`.
-    #[inline]
-    fn walked(&mut self, evictions: u64) {
-        self.walks += 1;
-        self.evictions = self.evictions.saturating_add(evictions);
-    }
-
-    /// An item was refused after its walk and the filter could not grow: no more walks (with a
-    /// limit; without one, every item is still tried as it comes).
-    #[inline]
-    fn found_full(&mut self) {
-        if let Some(max) = &mut self.max_evictions {
-            *max = 0;
-        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! left exactly as a replica leaves it when sent only the items the command added.
 
 use super::super::{Cuckoo, Limits, Params};
-use super::{Adding, COMMAND_EVICTIONS};
+use super::{eviction_weight, Adding, COMMAND_EVICTIONS, WALK_EVICTIONS};
 use crate::error::FilterError;
 
 /// `count` distinct items of kind `tag` from `first`.
@@ -96,8 +96,14 @@ fn a_batch_into_a_full_filter_makes_one_walk_and_a_replica_ends_the_same() {
     assert!(refused > 1000 && !added.is_empty(), "{refused} refused");
     // The first item with no empty slot walked, found no room and showed the filter full; the
     // others went in only where they found an empty slot.
-    assert_eq!((adding.walks, adding.evictions), (1, 65_535));
-    assert!(unlimited_cost > 1000 * 65_535, "{unlimited_cost}");
+    assert_eq!(
+        (adding.walks, adding.evictions),
+        (1, u64::from(WALK_EVICTIONS))
+    );
+    assert!(
+        unlimited_cost > 1000 * u64::from(WALK_EVICTIONS),
+        "{unlimited_cost}"
+    );
 
     replay(&mut replica, &added);
     assert_eq!(primary, replica);
@@ -130,13 +136,15 @@ fn walks_start_while_the_budget_holds_them_whole() {
         }
         let before = primary.clone();
         let mut adding = command();
-        let batch = vec![b"same".to_vec(); 100];
+        let batch = vec![b"same".to_vec(); 400];
         let (answers, added) = run(&mut primary, &batch, &mut adding, false);
         assert!(added.is_empty() && answers.iter().all(|&answer| answer == -1));
-        // As many whole walks as fit in the budget, and at least the first.
-        let walks = (COMMAND_EVICTIONS / max_iterations).max(1);
+        // As many whole walks as fit in the budget, and at least the first; none longer than
+        // WALK_EVICTIONS.
+        let length = max_iterations.min(u64::from(WALK_EVICTIONS));
+        let walks = (COMMAND_EVICTIONS / length).max(1);
         assert_eq!(adding.walks, walks, "{max_iterations}");
-        assert_eq!(adding.evictions, walks * max_iterations);
+        assert_eq!(adding.evictions, walks * length);
         assert_eq!(primary, before, "every walk undone");
         // Items with an empty slot still go in, without a walk.
         let fresh = items("fresh", 0, 20);
@@ -144,6 +152,29 @@ fn walks_start_while_the_budget_holds_them_whole() {
         assert!(answers.iter().all(|&answer| answer == 1));
         assert_eq!(adding.walks, walks);
     }
+}
+
+#[test]
+fn the_budget_weighs_an_eviction_by_the_size_of_its_sub_filter() {
+    // One item again and again, as above, in sub-filters of 128 bytes and 64 MiB: as many longest
+    // walks as the budget holds at their weight (1 and 2), each refused and undone.
+    for (buckets, weight) in [(64u64, 1u64), (1 << 25, 2)] {
+        let mut filter = filter(buckets, 2, 65_535, 1);
+        assert_eq!(eviction_weight(buckets * 2), weight);
+        for _ in 0..4 {
+            filter.add(b"same", &Limits::NONE).unwrap();
+        }
+        let mut adding = command();
+        let (answers, _) = run(&mut filter, &vec![b"same".to_vec(); 20], &mut adding, false);
+        assert!(answers.iter().all(|&answer| answer == -1));
+        let walks = COMMAND_EVICTIONS / (weight * u64::from(WALK_EVICTIONS));
+        assert_eq!(adding.walks, walks, "{buckets} buckets");
+        assert_eq!(adding.evictions, walks * u64::from(WALK_EVICTIONS));
+    }
+    assert_eq!(
+        [0, 0x200_0000, 0x200_0001, u64::MAX].map(eviction_weight),
+        [1, 1, 2, 2]
+    );
 }
 
 #[test]
@@ -155,7 +186,10 @@ fn the_first_walk_of_a_command_is_whole_whatever_the_budget() {
     let mut adding = Adding::new(Limits::NONE.max_tables, |_: &Cuckoo| u64::MAX).limited(1000);
     let refused = filter.add_within(filter.print(b"same"), &mut adding);
     assert_eq!(refused, Err(FilterError::TooManyCopies));
-    assert_eq!((adding.walks, adding.evictions), (1, 65_535));
+    assert_eq!(
+        (adding.walks, adding.evictions),
+        (1, u64::from(WALK_EVICTIONS))
+    );
     let refused = filter.add_within(filter.print(b"same"), &mut adding);
     assert_eq!(refused, Err(FilterError::Full));
     assert_eq!(adding.walks, 1);
@@ -202,5 +236,39 @@ fn without_a_limit_every_item_walks() {
     }
     let mut adding = Adding::new(Limits::NONE.max_tables, |_: &Cuckoo| u64::MAX);
     run(&mut copies, &vec![b"same".to_vec(); 3], &mut adding, false);
-    assert_eq!((adding.walks, adding.evictions), (3, 3 * 65_535));
+    assert_eq!(
+        (adding.walks, adding.evictions),
+        (3, 3 * u64::from(WALK_EVICTIONS))
+    );
+}
+
+#[test]
+fn no_walk_passes_walk_evictions_whatever_max_iterations_says() {
+    // Two filters alike but for MAXITERATIONS (65,535, and the cap), filled past their first
+    // sub-filter with no budget (as a replica applies them): every add takes the same steps, so
+    // they end with the same bytes, and each keeps its MAXITERATIONS as set.
+    let mut long = filter(1024, 4, 65_535, 1);
+    let mut capped = filter(1024, 4, u64::from(WALK_EVICTIONS), 1);
+    let mut walked = Vec::new();
+    for filter in [&mut long, &mut capped] {
+        let mut adding = Adding::new(Limits::NONE.max_tables, |_: &Cuckoo| u64::MAX);
+        let (answers, _) = run(filter, &items("walk", 0, 12_000), &mut adding, false);
+        assert!(answers.iter().all(|&answer| answer == 1));
+        walked.push((adding.walks, adding.evictions));
+    }
+    assert_eq!(long.tables(), capped.tables());
+    assert_eq!(walked[0], walked[1]);
+    assert!(long.tables().len() > 1, "the walks had to fail to grow it");
+    assert_eq!(long.params().max_iterations, 65_535);
+    // A walk that finds no room makes exactly WALK_EVICTIONS swaps, undone.
+    let mut copies = filter(64, 2, 65_535, 1);
+    for _ in 0..4 {
+        copies.add(b"same", &Limits::NONE).unwrap();
+    }
+    let before = copies.clone();
+    let mut adding = Adding::new(Limits::NONE.max_tables, |_: &Cuckoo| u64::MAX);
+    let refused = copies.add_within(copies.print(b"same"), &mut adding);
+    assert_eq!(refused, Err(FilterError::TooManyCopies));
+    assert_eq!(adding.evictions, u64::from(WALK_EVICTIONS));
+    assert_eq!(copies, before);
 }
