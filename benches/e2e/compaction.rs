@@ -105,11 +105,7 @@ fn bounded(name: &str, ms: f64) -> Row {
 
 /// The slowest of `count` runs of `command`, in milliseconds (the client's wall clock: the
 /// server is pinned to a core of its own).
-pub(crate) fn slowest<A: AsRef<[u8]> + std::fmt::Debug>(
-    conn: &mut Conn,
-    command: &[A],
-    count: usize,
-) -> f64 {
+fn slowest(conn: &mut Conn, command: &[&str], count: usize) -> f64 {
     (0..count)
         .map(|_| {
             let started = Instant::now();

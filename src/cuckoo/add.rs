@@ -38,8 +38,8 @@ enum Outcome {
 
 /// What the adds of this call may take: `bf.cf-max-expansions`, the size limit asked of the
 /// server only if an item needs a new sub-filter (which may ask the server for its memory), and
-/// evictions weighing [`COMMAND_EVICTIONS`] over all its items; a replay none of them (it applies what the
-/// primary did: every item it is sent was added there).
+/// evictions weighing [`COMMAND_EVICTIONS`] over all its items; a replay none of them (it applies
+/// what the primary did: every item it is sent was added there).
 fn adding<'c>(call: &'c Call) -> Adding<impl FnMut(&Cuckoo) -> u64 + 'c> {
     adding_as(call, call.is_replay())
 }

@@ -1,18 +1,20 @@
 //! [`Cuckoo`], what a `CF.*` key holds: a chain of [`Table`]s that grows by the expansion when an
-//! item finds no room, with RedisBloom's insertion, eviction, deletion and counting, step for step,
-//! so that the same commands leave the same bytes (for filters made without `ERROR`; those made
-//! with it take the same steps with this module's hashing and wider slots: see `super::print`).
+//! item finds no room, with RedisBloom's insertion, eviction, deletion and counting, step for step
+//! (but for walks past [`WALK_EVICTIONS`], below), so that the same commands leave the same bytes
+//! (for filters made without `ERROR`; those made with it take the same steps with this module's
+//! hashing and wider slots: see `super::print`).
 //!
 //! An insert looks for an empty slot in the item's two buckets of each sub-filter, newest first;
 //! failing that it evicts in the newest one: starting at the item's first bucket, it swaps the
 //! item into slot 0, 1, 2, ... (one more each step, modulo the bucket size) and carries the
 //! fingerprint it displaced to that fingerprint's other bucket, until one has an empty slot or
-//! `max_iterations` swaps were made (at most [`WALK_EVICTIONS`], where RedisBloom's walk goes on
-//! to 65,535), which it then undoes in reverse. No randomness: a replica makes the same moves. Then the filter grows by a sub-filter `expansion` times the newest (or,
-//! with expansion 0, refuses the item), and the item goes there.
+//! `max_iterations` swaps were made (at most [`WALK_EVICTIONS`], fewer in buckets wider than a
+//! cache line, where RedisBloom's walk goes on to 65,535), which it then undoes in reverse. No
+//! randomness: a replica makes the same moves. Then the filter grows by a sub-filter `expansion`
+//! times the newest (or, with expansion 0, refuses the item), and the item goes there.
 //!
 //! A client's command spends at most [`COMMAND_EVICTIONS`] over all its items, each eviction
-//! weighed by how far its sub-filter is from the CPU (see [`Adding::limited`] and
+//! weighed by its sub-filter's size and bucket width (see [`Adding::limited`] and
 //! [`eviction_weight`]): a batch cannot hold the server for its items times `max_iterations`.
 
 use super::locator::Locator;
@@ -24,7 +26,9 @@ use crate::error::FilterError;
 use crate::restoring::Restoring;
 
 mod budget;
-pub use budget::{eviction_weight, Adding, COMMAND_EVICTIONS, WALK_EVICTIONS};
+pub use budget::{
+    bucket_lines, eviction_weight, Adding, COMMAND_EVICTIONS, NEAR_BYTES, WALK_EVICTIONS,
+};
 
 /// A cuckoo filter: the value of one `CF.*` key.
 #[derive(Debug, Clone, PartialEq)]
@@ -350,10 +354,9 @@ impl Cuckoo {
         print: Print,
         adding: &mut Adding<F>,
     ) -> Result<(), FilterError> {
-        let weight = self
-            .tables
-            .last()
-            .map_or(1, |table| eviction_weight(table.bytes().len() as u64));
+        let weight = self.tables.last().map_or(1, |table| {
+            eviction_weight(table.bytes().len() as u64, table_bucket_bytes(table))
+        });
         if !adding.may_walk(u64::from(self.walk_length()), weight) {
             return Err(FilterError::Full);
         }
@@ -403,15 +406,22 @@ impl Cuckoo {
     }
 
     /// The most swaps one walk of this filter makes: its `max_iterations`, at most
-    /// [`WALK_EVICTIONS`].
+    /// [`WALK_EVICTIONS`] over the cache lines a bucket of its newest sub-filter spans.
     #[inline]
     pub fn walk_length(&self) -> u16 {
-        self.params.max_iterations.min(WALK_EVICTIONS)
+        let lines = self
+            .tables
+            .last()
+            .map_or(1, |table| bucket_lines(table_bucket_bytes(table)));
+        let longest = u64::from(WALK_EVICTIONS) / lines;
+        self.params
+            .max_iterations
+            .min(u16::try_from(longest).unwrap_or(WALK_EVICTIONS))
     }
 
     /// RedisBloom's eviction in the newest sub-filter (see the module documentation), at most
-    /// [`WALK_EVICTIONS`] swaps: whether the item found room (false: every swap undone) and the
-    /// swaps it made before.
+    /// [`Cuckoo::walk_length`] swaps: whether the item found room (false: every swap undone) and
+    /// the swaps it made before.
     fn evict(&mut self, print: &Print) -> (bool, u64) {
         let size = u32::from(self.params.bucket_size);
         let iterations = u32::from(self.walk_length());
@@ -613,6 +623,11 @@ impl Cuckoo {
             );
         }
     }
+}
+
+/// The bytes of one bucket of `table`.
+fn table_bucket_bytes(table: &Table) -> u64 {
+    table.bytes().len() as u64 / table.buckets().max(1)
 }
 
 impl Limits {

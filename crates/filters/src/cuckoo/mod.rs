@@ -7,8 +7,9 @@
 //! - [`shape`]: parameters, sizing, the bounded error rate and the checks of stored shapes;
 //! - [`table`]: one sub-filter, buckets of fingerprints;
 //! - [`filter`]: [`Cuckoo`], the chain a key holds: insertion with eviction (at most
-//!   [`WALK_EVICTIONS`] in a walk, [`COMMAND_EVICTIONS`] of weighed ones in a client's command), growth, deletion, counting; [`compact`]:
-//!   moving fingerprints down after deletes, within a bounded budget;
+//!   [`WALK_EVICTIONS`] in a walk, [`COMMAND_EVICTIONS`] of weighed ones in a client's command),
+//!   growth, deletion, counting; [`compact`]: moving fingerprints down after deletes, within a
+//!   bounded budget;
 //! - [`locator`]: where a filter's newest sub-filter lies, as plain numbers, to ask for an
 //!   item's bucket lines before a command has the filter in hand;
 //! - [`stored`]: RedisBloom's RDB encoding 4, field for field; [`dump`]: its `CF.SCANDUMP`
@@ -23,7 +24,9 @@ pub mod shape;
 pub mod stored;
 pub mod table;
 
-pub use filter::{eviction_weight, Adding, Cuckoo, COMMAND_EVICTIONS, WALK_EVICTIONS};
+pub use filter::{
+    bucket_lines, eviction_weight, Adding, Cuckoo, COMMAND_EVICTIONS, NEAR_BYTES, WALK_EVICTIONS,
+};
 pub use locator::Locator;
 pub use print::Print;
 pub use shape::{buckets_for, Bound, Limits, Params};

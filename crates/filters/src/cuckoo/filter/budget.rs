@@ -5,29 +5,40 @@
 
 use super::Cuckoo;
 
-/// The most evictions one walk makes, whatever the filter's `MAXITERATIONS` (1 to 65,535, kept
-/// and shown as set): RedisBloom's walk makes them all, about 20 ms in a filter bigger than the
-/// CPU's caches, where an eviction costs 290 to 350 ns (SECURITY.md); this many take about 5 ms
-/// there. Every walk stops here, a replay's too, so a replica makes the primary's moves. A walk
-/// this long finds room only in a filter so full that growing it is better anyway: filters of up
-/// to this `MAXITERATIONS` (RedisBloom's default is 20) take RedisBloom's steps exactly.
+/// The most evictions one walk makes in a sub-filter whose buckets fit a cache line, whatever the
+/// filter's `MAXITERATIONS` (1 to 65,535, kept and shown as set); a walk in wider buckets makes
+/// this many over the lines a bucket spans ([`bucket_lines`]: 4,096 at `BUCKETSIZE` 255).
+/// RedisBloom's walk makes all of `MAXITERATIONS`, 28 to 35 ms in a full filter of 256 MiB here;
+/// this many take 4 to 6 ms there (docs/performance.md). Every walk stops here, a replay's too, so a
+/// replica makes the primary's moves. A walk this long finds room only in a filter so full that
+/// growing it is better anyway: filters of up to this `MAXITERATIONS` (RedisBloom's default is
+/// 20) take RedisBloom's steps exactly.
 pub const WALK_EVICTIONS: u16 = 1 << 14;
 
-/// What one eviction weighs in a command's budget, by the bytes of the sub-filter it is made in:
-/// 1 up to 32 MiB, 2 past it. Measured (SECURITY.md): an eviction costs 16 to 26 ns up to 1 MiB,
-/// 38 to 96 ns from 4 to 32 MiB (about 150 at most on a busy machine), and 174 to 362 ns from
-/// 64 MiB to 1 GiB, where the CPU's caches hold little of the sub-filter.
-pub fn eviction_weight(sub_filter_bytes: u64) -> u64 {
-    match sub_filter_bytes {
-        0..=0x200_0000 => 1,
-        _ => 2,
-    }
+/// The sub-filters in which an eviction weighs least: up to 32 MiB, where one costs 16 to 96 ns
+/// here (SECURITY.md); past it, 174 to 312 ns (290 to 350 on a busier run).
+pub const NEAR_BYTES: u64 = 32 << 20;
+
+/// The cache lines of `bucket_bytes` bytes (at least one): what an eviction reads of a bucket
+/// looking for an empty slot.
+pub fn bucket_lines(bucket_bytes: u64) -> u64 {
+    bucket_bytes.div_ceil(64).max(1)
+}
+
+/// What one eviction weighs in a command's budget: 1 in a sub-filter of up to [`NEAR_BYTES`] and
+/// 2 past it, times the cache lines one of its buckets spans.
+pub fn eviction_weight(sub_filter_bytes: u64, bucket_bytes: u64) -> u64 {
+    let size = match sub_filter_bytes <= NEAR_BYTES {
+        true => 1,
+        false => 2,
+    };
+    size * bucket_lines(bucket_bytes)
 }
 
 /// What the evictions of one client command may weigh in all (a replay's are not limited), by
-/// [`eviction_weight`]: 65,536 evictions in a sub-filter of up to 32 MiB (under 10 ms; at most
-/// 47,446 in any command of 1,000 items in the fills we measured), 32,768 past it (6 to 12 ms),
-/// four and two of the longest walks ([`WALK_EVICTIONS`]).
+/// [`eviction_weight`]: 65,536 evictions in a sub-filter of up to 32 MiB with buckets of a line
+/// (6.3 ms here at 32 MiB; at most 47,446 in any command of 1,000 items in the fills we
+/// measured), 32,768 past it (5.7 to 11.5 ms at the costs measured), fewer in wider buckets.
 pub const COMMAND_EVICTIONS: u64 = 4 * WALK_EVICTIONS as u64;
 
 /// What the adds of one command may take and what they did: the sub-filter limit, a byte limit
@@ -63,10 +74,10 @@ impl<F: FnMut(&Cuckoo) -> u64> Adding<F> {
 
     /// The same, with evictions that may weigh `budget` in all (a client's command:
     /// [`COMMAND_EVICTIONS`]). A walk is never cut short, so that it makes the moves a replica
-    /// makes without a limit: one starts only if all its swaps (`Cuckoo::walk_length`) fit, but
-    /// the first, which always may (so a single item is added as it would be without a limit).
-    /// Once an item is refused after its walk with no growth possible, the filter is full and
-    /// no more walks start. An item with no walk goes in only where one of its buckets has an
+    /// makes without a limit: one starts only if all its swaps (`Cuckoo::walk_length`), weighed,
+    /// fit, but the first, which always may (so a single item is added as it would be without a
+    /// limit). Once an item is refused after its walk with no growth possible, the filter is full
+    /// and no more walks start. An item with no walk goes in only where one of its buckets has an
     /// empty slot, as it would on a replica, and is refused otherwise, unchanged, and never sent
     /// to it.
     pub fn limited(self, budget: u64) -> Adding<F> {

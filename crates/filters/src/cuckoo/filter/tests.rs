@@ -3,7 +3,8 @@
 //! left exactly as a replica leaves it when sent only the items the command added.
 
 use super::super::{Cuckoo, Limits, Params};
-use super::{eviction_weight, Adding, COMMAND_EVICTIONS, WALK_EVICTIONS};
+use super::{bucket_lines, eviction_weight, Adding, COMMAND_EVICTIONS, NEAR_BYTES, WALK_EVICTIONS};
+use crate::cuckoo::{Print, Table};
 use crate::error::FilterError;
 
 /// `count` distinct items of kind `tag` from `first`.
@@ -128,7 +129,7 @@ fn the_nx_form_answers_held_items_without_a_walk() {
 #[test]
 fn walks_start_while_the_budget_holds_them_whole() {
     // One item added again and again: once its two buckets hold nothing but its copies, each
-    // add walks its MAXITERATIONS between them and is refused.
+    // add walks its MAXITERATIONS (at most WALK_EVICTIONS) between them and is refused.
     for max_iterations in [1000u64, 65_535] {
         let mut primary = filter(64, 2, max_iterations, 1);
         for _ in 0..4 {
@@ -155,26 +156,109 @@ fn walks_start_while_the_budget_holds_them_whole() {
 }
 
 #[test]
-fn the_budget_weighs_an_eviction_by_the_size_of_its_sub_filter() {
-    // One item again and again, as above, in sub-filters of 128 bytes and 64 MiB: as many longest
-    // walks as the budget holds at their weight (1 and 2), each refused and undone.
-    for (buckets, weight) in [(64u64, 1u64), (1 << 25, 2)] {
-        let mut filter = filter(buckets, 2, 65_535, 1);
-        assert_eq!(eviction_weight(buckets * 2), weight);
-        for _ in 0..4 {
+fn the_budget_weighs_an_eviction_by_its_sub_filter_s_size_and_bucket_width() {
+    // One item again and again, as above: as many longest walks as the budget holds at their
+    // weight, each refused and undone. Buckets of 2 in sub-filters of 128 bytes and 64 MiB
+    // (weights 1 and 2); buckets of 255, four cache lines each, whose walks are a quarter as long
+    // (weight 4, and 8 past 32 MiB).
+    for (buckets, bucket_size, weight, length) in [
+        (64u64, 2u64, 1u64, 16_384u64),
+        (1 << 25, 2, 2, 16_384),
+        (64, 255, 4, 4096),
+        (1 << 18, 255, 8, 4096),
+    ] {
+        let mut filter = filter(buckets, bucket_size, 65_535, 1);
+        let bytes = filter.tables()[0].bytes().len() as u64;
+        assert_eq!(eviction_weight(bytes, bucket_size), weight, "{bytes}");
+        assert_eq!(u64::from(filter.walk_length()), length);
+        for _ in 0..2 * bucket_size {
             filter.add(b"same", &Limits::NONE).unwrap();
         }
         let mut adding = command();
         let (answers, _) = run(&mut filter, &vec![b"same".to_vec(); 20], &mut adding, false);
         assert!(answers.iter().all(|&answer| answer == -1));
-        let walks = COMMAND_EVICTIONS / (weight * u64::from(WALK_EVICTIONS));
-        assert_eq!(adding.walks, walks, "{buckets} buckets");
-        assert_eq!(adding.evictions, walks * u64::from(WALK_EVICTIONS));
+        let walks = (COMMAND_EVICTIONS / (weight * length)).max(1);
+        assert_eq!(adding.walks, walks, "{buckets} buckets of {bucket_size}");
+        assert_eq!(adding.evictions, walks * length);
     }
     assert_eq!(
-        [0, 0x200_0000, 0x200_0001, u64::MAX].map(eviction_weight),
-        [1, 1, 2, 2]
+        [
+            (0, 4),
+            (NEAR_BYTES, 64),
+            (NEAR_BYTES + 1, 4),
+            (NEAR_BYTES, 65),
+            (1 << 40, 255)
+        ]
+        .map(|(bytes, bucket)| eviction_weight(bytes, bucket)),
+        [1, 1, 2, 2, 8]
     );
+    assert_eq!(
+        [0, 1, 64, 65, 128, 255, 510].map(bucket_lines),
+        [1, 1, 1, 2, 2, 4, 8]
+    );
+}
+
+/// The bucket that RedisBloom's walk of `print` (65,535 swaps) in a sub-filter of `slots`, full,
+/// reaches first after more than [`WALK_EVICTIONS`] swaps, if any (a walk often circles among a
+/// few hundred buckets).
+fn reached_past_the_cap(filter: &Cuckoo, print: &Print) -> Option<u64> {
+    let mut table = filter.tables()[0].try_clone().unwrap();
+    let size = u32::from(filter.params().bucket_size);
+    let mut bucket = table.bucket_of(print.first());
+    let mut carried = print.fingerprint(8);
+    let mut seen = std::collections::HashSet::from([bucket]);
+    for step in 1..=65_535u32 {
+        carried = table.swap(bucket, ((step - 1) % size) as u8, carried);
+        bucket = table.bucket_of(filter.hashing().alternate(bucket, carried, 8));
+        if step > u32::from(WALK_EVICTIONS) && !seen.contains(&bucket) {
+            return Some(bucket);
+        }
+        seen.insert(bucket);
+    }
+    None
+}
+
+#[test]
+fn a_walk_that_would_find_room_past_walk_evictions_grows_the_filter() {
+    // A full sub-filter of 2^16 buckets of 4 with one empty slot, in a bucket an item's walk
+    // reaches first after WALK_EVICTIONS swaps: RedisBloom's walk (MAXITERATIONS 65535) would
+    // place the item there; this one stops short, undoes its swaps and grows the filter, and a
+    // replay, with no budget, does the same.
+    let buckets = 1u64 << 16;
+    let fingerprint = |slot: u64| {
+        let mixed = (slot ^ 0x5bd1_e995).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        ((mixed ^ (mixed >> 29)).wrapping_mul(0xbf58_476d_1ce4_e5b9) >> 56).max(1) as u8
+    };
+    let slots: Vec<u8> = (0..buckets * 4).map(fingerprint).collect();
+    let params = Params::new(4, 65_535, 1).unwrap();
+    let filter_of = |bytes: &[u8]| {
+        let table = Table::from_bytes(buckets, 4, 8, bytes).unwrap();
+        let items = bytes.iter().filter(|&&byte| byte != 0).count() as u64;
+        Cuckoo::from_parts(params, None, vec![table], items, 0).unwrap()
+    };
+    let full = filter_of(&slots);
+    let (item, target) = (0..1000)
+        .map(|index| format!("walker:{index}").into_bytes())
+        .find_map(|item| {
+            Some((
+                item.clone(),
+                reached_past_the_cap(&full, &full.print(&item))?,
+            ))
+        })
+        .expect("an item whose walk reaches a new bucket past the cap");
+    let mut holed = slots.clone();
+    holed[target as usize * 4 + 3] = 0;
+
+    let mut primary = filter_of(&holed);
+    let mut replica = primary.clone();
+    let mut adding = command();
+    let print = primary.print(&item);
+    assert_eq!(primary.add_within(print, &mut adding), Ok(()));
+    assert_eq!(adding.evictions, u64::from(WALK_EVICTIONS));
+    assert_eq!(primary.tables().len(), 2, "grown");
+    assert_eq!(primary.tables()[0].bytes(), &holed[..], "every swap undone");
+    replay(&mut replica, &[item]);
+    assert_eq!(primary, replica);
 }
 
 #[test]
