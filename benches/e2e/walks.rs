@@ -56,6 +56,8 @@ pub fn rows(server: &Server, rows: &mut Vec<Row>) {
         budget,
     ));
     conn.call(&["DEL", "full"]);
+    // The later sections measure a server that logs only slow calls, as by default.
+    log_slow_calls_only(&mut conn);
 
     if let Some(module) = std::env::var_os("REDISBLOOM_SO").map(PathBuf::from) {
         let theirs = server::start_with_module(&module);
@@ -120,6 +122,13 @@ fn server_ms<A: AsRef<[u8]>>(conn: &mut Conn, command: &[A]) -> (Frame, f64) {
 fn log_every_call(conn: &mut Conn) {
     let config = ["CONFIG", "SET", "slowlog-log-slower-than", "0"];
     assert_eq!(conn.call(&config), Frame::ok());
+}
+
+/// Back to the default: only calls of 10 ms or more logged, the log emptied.
+fn log_slow_calls_only(conn: &mut Conn) {
+    let config = ["CONFIG", "SET", "slowlog-log-slower-than", "10000"];
+    assert_eq!(conn.call(&config), Frame::ok());
+    assert_eq!(conn.call(&["SLOWLOG", "RESET"]), Frame::ok());
 }
 
 /// `CF.INSERT full NOCREATE ITEMS new:0 ... new:(count - 1)`.
