@@ -90,7 +90,11 @@ pub fn rows(server: &Server, rows: &mut Vec<Row>) {
         );
     }
 
-    load(&mut conn, "big", &out_of_cache(size(1 << 24)));
+    load(
+        &mut conn,
+        "big",
+        &out_of_cache(size(1 << 24).next_power_of_two()),
+    );
     let big = slowest(&mut conn, &["CF.COMPACT", "big"], 10);
     rows.push(bounded(
         "CF.COMPACT x10, two sub-filters of 64 MiB, every probe a miss",
@@ -132,15 +136,14 @@ fn one_slot_filter(slots: &[u8], items: u64) -> Cuckoo {
 /// second bucket.
 fn holed_filter(count: usize) -> Cuckoo {
     let params = Params::new(1, 20, 1).unwrap();
-    let fingerprint = |slot: u64| (slot.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8 | 1;
     let tables = (0..count as u64)
         .map(|index| {
             let second = if index + 1 == count as u64 {
-                fingerprint(2 * index + 1)
+                scattered(2 * index + 1)
             } else {
                 0
             };
-            Table::from_bytes(2, 1, 8, &[fingerprint(2 * index), second]).unwrap()
+            Table::from_bytes(2, 1, 8, &[scattered(2 * index), second]).unwrap()
         })
         .collect();
     Cuckoo::from_parts(params, None, tables, count as u64 + 1, 0).unwrap()
@@ -152,19 +155,22 @@ fn holed_filter(count: usize) -> Cuckoo {
 fn out_of_cache(buckets: u64) -> Cuckoo {
     let params = Params::new(4, 20, 1).unwrap();
     let slots = (buckets * 4) as usize;
-    let fingerprint =
-        |slot: usize| ((slot as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8 | 1;
-    let mut older: Vec<u8> = (0..slots).map(fingerprint).collect();
+    let mut older: Vec<u8> = (0..slots as u64).map(scattered).collect();
     for bucket in (0..slots / 4).step_by(64) {
         older[bucket * 4 + 3] = 0;
     }
-    let newer: Vec<u8> = (0..slots).map(|slot| fingerprint(slot + 7)).collect();
+    let newer: Vec<u8> = (0..slots as u64).map(|slot| scattered(slot + 7)).collect();
     let items = (slots * 2 - slots / 256) as u64;
     let tables = vec![
         Table::from_bytes(buckets, 4, 8, &older).unwrap(),
         Table::from_bytes(buckets, 4, 8, &newer).unwrap(),
     ];
     Cuckoo::from_parts(params, None, tables, items, 0).unwrap()
+}
+
+/// A fingerprint of no pattern for slot `slot` (odd, so never an empty slot's 0).
+pub(crate) fn scattered(slot: u64) -> u8 {
+    (slot.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as u8 | 1
 }
 
 /// Puts `filter` at `key` with CF.LOADCHUNK: its header, then its chunks (pipelined).

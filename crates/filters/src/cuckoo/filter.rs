@@ -354,13 +354,11 @@ impl Cuckoo {
         print: Print,
         adding: &mut Adding<F>,
     ) -> Result<(), FilterError> {
-        let weight = self.tables.last().map_or(1, |table| {
-            eviction_weight(table.bytes().len() as u64, table_bucket_bytes(table))
-        });
-        if !adding.may_walk(u64::from(self.walk_length()), weight) {
+        let (length, weight) = self.walk_shape();
+        if !adding.may_walk(u64::from(length), weight) {
             return Err(FilterError::Full);
         }
-        let (placed, swaps) = self.evict(&print);
+        let (placed, swaps) = self.evict(&print, length);
         adding.walked(swaps, weight);
         if placed {
             self.added();
@@ -407,24 +405,29 @@ impl Cuckoo {
 
     /// The most swaps one walk of this filter makes: its `max_iterations`, at most
     /// [`WALK_EVICTIONS`] over the cache lines a bucket of its newest sub-filter spans.
-    #[inline]
     pub fn walk_length(&self) -> u16 {
-        let lines = self
-            .tables
-            .last()
-            .map_or(1, |table| bucket_lines(table_bucket_bytes(table)));
-        let longest = u64::from(WALK_EVICTIONS) / lines;
-        self.params
-            .max_iterations
-            .min(u16::try_from(longest).unwrap_or(WALK_EVICTIONS))
+        self.walk_shape().0
+    }
+
+    /// [`Cuckoo::walk_length`], and what each of its swaps weighs in a command's budget
+    /// ([`eviction_weight`]), both of the newest sub-filter, where a walk is made.
+    fn walk_shape(&self) -> (u16, u64) {
+        let Some(table) = self.tables.last() else {
+            return (0, 1);
+        };
+        let bucket = table.bucket_bytes();
+        let longest = u64::from(WALK_EVICTIONS) / bucket_lines(bucket);
+        let longest = u16::try_from(longest).unwrap_or(WALK_EVICTIONS);
+        let length = self.params.max_iterations.min(longest);
+        (length, eviction_weight(table.bytes().len() as u64, bucket))
     }
 
     /// RedisBloom's eviction in the newest sub-filter (see the module documentation), at most
-    /// [`Cuckoo::walk_length`] swaps: whether the item found room (false: every swap undone) and
-    /// the swaps it made before.
-    fn evict(&mut self, print: &Print) -> (bool, u64) {
+    /// `iterations` swaps ([`Cuckoo::walk_length`]): whether the item found room (false: every
+    /// swap undone) and the swaps it made before.
+    fn evict(&mut self, print: &Print, iterations: u16) -> (bool, u64) {
         let size = u32::from(self.params.bucket_size);
-        let iterations = u32::from(self.walk_length());
+        let iterations = u32::from(iterations);
         let hashing = self.hashing();
         let Some(table) = self.tables.last_mut() else {
             return (false, 0);
@@ -623,11 +626,6 @@ impl Cuckoo {
             );
         }
     }
-}
-
-/// The bytes of one bucket of `table`.
-fn table_bucket_bytes(table: &Table) -> u64 {
-    table.bytes().len() as u64 / table.buckets().max(1)
 }
 
 impl Limits {

@@ -109,8 +109,17 @@ impl Table {
     /// bytes of one bucket (see [`super::Locator`]).
     #[inline]
     pub(crate) fn whereabouts(&self) -> (usize, u64, u64) {
-        let bucket_bytes = u64::from(self.bucket_size) * u64::from(self.bits) / 8;
-        (self.slots.as_ptr() as usize, self.buckets - 1, bucket_bytes)
+        (
+            self.slots.as_ptr() as usize,
+            self.buckets - 1,
+            self.bucket_bytes(),
+        )
+    }
+
+    /// The bytes of one bucket.
+    #[inline]
+    pub fn bucket_bytes(&self) -> u64 {
+        u64::from(self.bucket_size) * u64::from(self.bits) / 8
     }
 
     /// Its number of buckets.
