@@ -17,10 +17,11 @@ use std::time::Duration;
 const GROUP: &str = "whole-server instructions per request (callgrind)";
 
 /// The commands compared with another module: the floor (open the key, reply), a lookup and an
-/// add on the 100K-item filter, with their targets against RedisBloom's; and the single cuckoo
+/// add on the 100K-item filter (of items it does not hold, and of items it holds: a crawler's
+/// commonest check, issue 54), with their targets against RedisBloom's; and the single cuckoo
 /// commands (whose targets are times per item, in section `cuckoo`: these rows say how much of
 /// the whole request each module's code is).
-const AGAINST_OTHERS: [(&str, &[&str], f64); 7] = [
+const AGAINST_OTHERS: [(&str, &[&str], f64); 9] = [
     (
         "BF.CARD (open the key, reply: the module floor)",
         &["BF.CARD", "small"],
@@ -39,6 +40,16 @@ const AGAINST_OTHERS: [(&str, &[&str], f64); 7] = [
     (
         "BF.ADD, 100K-item filter",
         &["BF.ADD", "small", "item:__rand_int__"],
+        1.00,
+    ),
+    (
+        "BF.EXISTS of held items, 100K-item filter holding 100,000",
+        &["BF.EXISTS", "held", "item:__rand_int__"],
+        1.00,
+    ),
+    (
+        "BF.ADD of held items, the same filter",
+        &["BF.ADD", "held", "item:__rand_int__"],
         1.00,
     ),
     (
@@ -115,12 +126,12 @@ pub fn rows(rows: &mut Vec<Row>) {
         return;
     }
     let missing = per_request(&["BF.EXISTS", "missing", "item:__rand_int__"]);
-    let cuckoo = AGAINST_OTHERS[4..]
+    let later = AGAINST_OTHERS[4..]
         .iter()
         .map(|(_, command, _)| per_request(command));
     let ours: Vec<f64> = [card, missing, exists, add]
         .into_iter()
-        .chain(cuckoo)
+        .chain(later)
         .collect();
     for (module, baseline, with_targets) in others {
         let idle = instructions_under_callgrind(Some(&module), &[], 0);
@@ -138,6 +149,9 @@ pub fn rows(rows: &mut Vec<Row>) {
     }
 }
 
+/// The items the `held` filter holds: every one `-r 100000` draws.
+const HELD: u64 = 100_000;
+
 /// Which targets the rows against another module take.
 #[derive(Clone, Copy)]
 enum Targets {
@@ -148,8 +162,9 @@ enum Targets {
 }
 
 /// Instructions a redis-server with the module (this one, or `module`) executes under
-/// callgrind: started, set up (a 100K-item filter `small` with one item, a cuckoo filter
-/// `cuckoo` of 1,048,576 slots in buckets of 4, a string `k`),
+/// callgrind: started, set up (a 100K-item filter `small` with one item, another, `held`, holding
+/// the 100,000 items redis-benchmark's `item:__rand_int__` names with `-r 100000`, a cuckoo
+/// filter `cuckoo` of 1,048,576 slots in buckets of 4, a string `k`),
 /// `requests` of `command` pipelined 16 deep on one connection, then shut down.
 fn instructions_under_callgrind(module: Option<&Path>, command: &[&str], requests: u64) -> u64 {
     let mut server = Server::with(
@@ -182,6 +197,15 @@ fn instructions_under_callgrind(module: Option<&Path>, command: &[&str], request
         Frame::ok()
     );
     assert_eq!(conn.call(&["BF.ADD", "small", "item:1"]), Frame::Int(1));
+    assert_eq!(
+        conn.call(&["BF.RESERVE", "held", "0.01", "100000"]),
+        Frame::ok()
+    );
+    for start in (0..HELD).step_by(1000) {
+        let mut madd = vec!["BF.MADD".to_string(), "held".to_string()];
+        madd.extend((start..start + 1000).map(crate::held::item));
+        assert!(matches!(conn.call(&madd), Frame::Array(_)));
+    }
     let cuckoo = ["CF.RESERVE", "cuckoo", "1048576", "BUCKETSIZE", "4"];
     assert_eq!(conn.call(&cuckoo), Frame::ok());
     assert_eq!(conn.call(&["SET", "k", "v"]), Frame::ok());

@@ -106,6 +106,33 @@ impl Layout {
                 (index & mask) as usize,
             );
         }
+        self.locate_in_remainder(bits, index)
+    }
+
+    /// [`Layout::locate`] with the remainder's case out of line: for a probe loop that must stay
+    /// small enough to be inlined itself (a single lookup's), where at most an eighth of the
+    /// probes pay the call.
+    #[inline(always)]
+    pub(crate) fn locate_lean(&self, bits: u64, index: u64) -> (usize, usize) {
+        if index < self.stride_region {
+            let mask = (1 << self.stride_log2) - 1;
+            return (
+                (index >> self.stride_log2) as usize,
+                (index & mask) as usize,
+            );
+        }
+        self.locate_out_of_line(bits, index)
+    }
+
+    /// [`Layout::locate_in_remainder`], not inlined.
+    #[inline(never)]
+    fn locate_out_of_line(&self, bits: u64, index: u64) -> (usize, usize) {
+        self.locate_in_remainder(bits, index)
+    }
+
+    /// [`Layout::locate`] of a bit past the equal pieces.
+    #[inline(always)]
+    fn locate_in_remainder(&self, bits: u64, index: u64) -> (usize, usize) {
         // In the remainder: its pieces follow its binary digits, largest first, so the piece
         // holding offset t is the one for the highest bit where t and the remainder's length
         // differ (the length has a 1 there, t a 0, and they agree above it), and it comes after
@@ -251,6 +278,13 @@ impl BitStore {
         self.pieces[piece][offset >> 3] >> (offset & 7) & 1 == 1
     }
 
+    /// [`BitStore::get`], for a probe loop that must stay small ([`Layout::locate_lean`]).
+    #[inline(always)]
+    pub fn get_lean(&self, index: u64) -> bool {
+        let (piece, offset) = self.layout.locate_lean(self.bits, index);
+        self.pieces[piece][offset >> 3] >> (offset & 7) & 1 == 1
+    }
+
     /// Sets bit `index` to one; `index` must be below [`BitStore::bits`].
     #[inline]
     pub fn set(&mut self, index: u64) {
@@ -270,6 +304,34 @@ impl BitStore {
             *byte |= mask;
         }
         unset
+    }
+
+    /// The bytes of the block of 2^`width_log2` bits (at least 8) that starts at bit `start`, a
+    /// multiple of the block's size: a blocked Bloom sub-filter's block of one or two cache
+    /// lines, whose probes then each read a byte of it, not a piece's. `None` unless the array
+    /// holds the whole block in one piece, which every block of such a sub-filter is: pieces are
+    /// aligned powers of two of 1,024 bits or more, and a last piece of what is left.
+    #[inline(always)]
+    pub fn block(&self, start: u64, width_log2: u32) -> Option<&[u8]> {
+        let (piece, from, len) = self.block_place(start, width_log2)?;
+        self.pieces.get(piece)?.get(from..from + len)
+    }
+
+    /// [`BitStore::block`], to write.
+    #[inline(always)]
+    pub fn block_mut(&mut self, start: u64, width_log2: u32) -> Option<&mut [u8]> {
+        let (piece, from, len) = self.block_place(start, width_log2)?;
+        self.pieces.get_mut(piece)?.get_mut(from..from + len)
+    }
+
+    /// Which piece holds the block of [`BitStore::block`], its first byte there and its bytes.
+    #[inline(always)]
+    fn block_place(&self, start: u64, width_log2: u32) -> Option<(usize, usize, usize)> {
+        if start >= self.bits || !(3..64).contains(&width_log2) {
+            return None;
+        }
+        let (piece, offset) = self.layout.locate(self.bits, start);
+        Some((piece, offset >> 3, 1 << (width_log2 - 3)))
     }
 
     /// Asks the CPU to bring the cache line of bit `index` in, without waiting for it.
@@ -456,6 +518,38 @@ mod tests {
                 seen[piece][offset] = true;
             }
             assert!(seen.iter().flatten().all(|&hit| hit));
+        }
+    }
+
+    #[test]
+    fn every_aligned_block_is_whole_in_one_piece() {
+        // Arrays whose remainders have every kind of piece, down to the last few words.
+        for bits in [
+            1024u64,
+            4096 + 512,
+            9_600_000 - 9_600_000 % 512,
+            (1 << 20) + 1536,
+        ] {
+            let mut store = BitStore::zeroed(bits).unwrap();
+            for width_log2 in [9, 10] {
+                for start in (0..bits >> width_log2).map(|block| block << width_log2) {
+                    if start + (1 << width_log2) > bits {
+                        break;
+                    }
+                    let block = store.block(start, width_log2).unwrap();
+                    assert_eq!(block.len() << 3, 1 << width_log2, "bits {bits}, at {start}");
+                    // Its bytes are the array's, in order: a bit set through the block is the
+                    // array's bit at the same offset, and the other way round.
+                    let last = start + (1 << width_log2) - 1;
+                    store.set(last);
+                    assert_eq!(store.block(start, width_log2).unwrap().last(), Some(&0x80));
+                    store.block_mut(start, width_log2).unwrap()[0] |= 1;
+                    assert!(store.get(start));
+                }
+            }
+            // Nothing past the end.
+            assert!(store.block(bits, 9).is_none());
+            assert!(store.block_mut(bits + 512, 9).is_none());
         }
     }
 

@@ -72,6 +72,11 @@ pub trait Probing {
     /// sub-filters where it differs from 64-bit arithmetic (see `sub_filter`).
     const LEGACY: bool = false;
 
+    /// Whether it has a blocked layout ([`Mixed::each_in_block`]), where every probe of an item
+    /// falls in one block: its sub-filters then find the block's bytes once, not a probe's byte
+    /// at each probe.
+    const BLOCKS: bool = false;
+
     /// Calls `visit` with each of the item's first `count` positions in a sub-filter of `shape`
     /// until it returns false; false if it did.
     fn each(hash: &ItemHash, shape: &Shape, count: u32, visit: impl FnMut(u64) -> bool) -> bool;
@@ -117,9 +122,33 @@ impl Mixed {
             width_log2,
         )
     }
+
+    /// Calls `visit` with each of the item's first `count` probes in a blocked sub-filter, as
+    /// bit offsets within the item's block of 2^`width_log2` bits ([`Mixed::block`]), until it
+    /// returns false; false if it did. The mixed sequence of the swapped pair, each value's top
+    /// bits the offset.
+    #[inline(always)]
+    pub fn each_in_block(
+        hash: &ItemHash,
+        width_log2: u32,
+        count: u32,
+        mut visit: impl FnMut(u64) -> bool,
+    ) -> bool {
+        let (mut x, mut y) = (hash.h2, hash.h1);
+        for i in 0..count {
+            if !visit(mix(x) >> (64 - width_log2)) {
+                return false;
+            }
+            x = x.wrapping_add(y);
+            y = y.wrapping_add(u64::from(i));
+        }
+        true
+    }
 }
 
 impl Probing for Mixed {
+    const BLOCKS: bool = true;
+
     /// The sequence of [`Probes`], written out as a loop: the hottest code of every command. In
     /// a blocked sub-filter, the same sequence (of the swapped pair) within the item's block.
     #[inline(always)]
@@ -141,15 +170,7 @@ impl Probing for Mixed {
             return true;
         }
         let (base, width_log2) = Mixed::block(hash, shape.bits, shape.lines);
-        let (mut x, mut y) = (hash.h2, hash.h1);
-        for i in 0..count {
-            if !visit(base + (mix(x) >> (64 - width_log2))) {
-                return false;
-            }
-            x = x.wrapping_add(y);
-            y = y.wrapping_add(u64::from(i));
-        }
-        true
+        Mixed::each_in_block(hash, width_log2, count, |offset| visit(base + offset))
     }
 
     #[inline(always)]

@@ -116,6 +116,9 @@ impl SubFilter {
     /// True if every probe bit of the item is set, by probing `P`.
     #[inline(always)]
     pub fn contains_by<P: Probing>(&self, hash: &ItemHash) -> bool {
+        if let Some(block) = self.block::<P>(hash) {
+            return block.all();
+        }
         let (count, bits) = (self.shape.hash_count, self.shape.bits);
         P::each(hash, &self.shape, count, |position| self.bits.get(position))
             || (P::LEGACY
@@ -130,23 +133,35 @@ impl SubFilter {
     /// [`SubFilter::contains_by`] tries it.)
     #[inline(always)]
     pub fn contains_asked_by<P: Probing>(&self, hash: &ItemHash, asked: u32) -> bool {
+        // A blocked sub-filter's item has one block, whose lines were all asked for.
+        if let Some(block) = self.block::<P>(hash) {
+            return block.all();
+        }
         let (count, bits) = (self.shape.hash_count, self.shape.bits);
         let mut probe = 0;
         P::each(hash, &self.shape, count, |position| {
-            if probe == asked && self.shape.lines == 0 {
-                let mut seen = 0;
-                P::lines(hash, &self.shape, count.min(16), |later| {
-                    if seen >= asked {
-                        self.bits.prefetch(later);
-                    }
-                    seen += 1;
-                });
+            if probe == asked {
+                self.ask_after::<P>(hash, asked);
             }
             probe += 1;
-            self.bits.get(position)
+            self.bits.get_lean(position)
         }) || (P::LEGACY
             && arithmetic_differs(bits)
             && hash.plain32(count).all(|value| self.bits.get(value % bits)))
+    }
+
+    /// Asks for the lines of the item's probes after its first `asked` (up to 16 in all), for
+    /// [`SubFilter::contains_asked_by`] once those are found set. Out of line, so that the probe
+    /// loop around it stays small: a lookup that asked for every line early never calls it.
+    #[inline(never)]
+    fn ask_after<P: Probing>(&self, hash: &ItemHash, asked: u32) {
+        let mut seen = 0;
+        P::lines(hash, &self.shape, self.shape.hash_count.min(16), |later| {
+            if seen >= asked {
+                self.bits.prefetch(later);
+            }
+            seen += 1;
+        });
     }
 
     /// Starts loading the cache lines of the item's first `count` probes (at most its hash
@@ -173,6 +188,11 @@ impl SubFilter {
         if P::LEGACY && self.contains_by::<P>(hash) {
             return false;
         }
+        if let Some(mut block) = self.block_mut::<P>(hash) {
+            let new = block.set_all();
+            self.items += u64::from(new);
+            return new;
+        }
         let store = &mut self.bits;
         let mut new = false;
         P::each(hash, &self.shape, self.shape.hash_count, |position| {
@@ -193,12 +213,96 @@ impl SubFilter {
     /// [`SubFilter::insert`] by probing `P`.
     #[inline(always)]
     pub fn insert_by<P: Probing>(&mut self, hash: &ItemHash) {
+        if let Some(mut block) = self.block_mut::<P>(hash) {
+            block.set_all();
+            self.items += 1;
+            return;
+        }
         let store = &mut self.bits;
         P::each(hash, &self.shape, self.shape.hash_count, |position| {
             store.set(position);
             true
         });
         self.items += 1;
+    }
+}
+
+impl SubFilter {
+    /// The item's block, if the sub-filter is blocked (and probed by a [`Probing`] that has
+    /// blocks: this module's).
+    #[inline(always)]
+    fn block<P: Probing>(&self, hash: &ItemHash) -> Option<Block<&[u8]>> {
+        if !P::BLOCKS || self.shape.lines == 0 {
+            return None;
+        }
+        let (start, width_log2) = Mixed::block(hash, self.shape.bits, self.shape.lines);
+        let bytes = self.bits.block(start, width_log2)?;
+        Some(Block {
+            bytes,
+            hash: *hash,
+            width_log2,
+            count: self.shape.hash_count,
+        })
+    }
+
+    /// [`SubFilter::block`], to set bits in.
+    #[inline(always)]
+    fn block_mut<P: Probing>(&mut self, hash: &ItemHash) -> Option<Block<&mut [u8]>> {
+        if !P::BLOCKS || self.shape.lines == 0 {
+            return None;
+        }
+        let (start, width_log2) = Mixed::block(hash, self.shape.bits, self.shape.lines);
+        let count = self.shape.hash_count;
+        let bytes = self.bits.block_mut(start, width_log2)?;
+        Some(Block {
+            bytes,
+            hash: *hash,
+            width_log2,
+            count,
+        })
+    }
+}
+
+/// An item's block in a blocked sub-filter: its bytes, found once, and the item's probes in it
+/// ([`Mixed::each_in_block`]), each a bit of those bytes (bit `i` of the block is bit `i % 8`
+/// of its byte `i / 8`, as in the whole array).
+struct Block<B> {
+    bytes: B,
+    hash: ItemHash,
+    width_log2: u32,
+    /// The sub-filter's hash count.
+    count: u32,
+}
+
+impl Block<&[u8]> {
+    /// Whether the item's probes are all set.
+    #[inline(always)]
+    fn all(&self) -> bool {
+        Mixed::each_in_block(&self.hash, self.width_log2, self.count, |offset| {
+            self.bytes
+                .get((offset >> 3) as usize)
+                .is_some_and(|byte| byte >> (offset & 7) & 1 == 1)
+        })
+    }
+}
+
+impl Block<&mut [u8]> {
+    /// Sets the item's probes; whether one of them was unset (the item is new). A bit already
+    /// set is not written, so that adding an item that is present does not dirty its line.
+    #[inline(always)]
+    fn set_all(&mut self) -> bool {
+        let mut new = false;
+        Mixed::each_in_block(&self.hash, self.width_log2, self.count, |offset| {
+            if let Some(byte) = self.bytes.get_mut((offset >> 3) as usize) {
+                let mask = 1 << (offset & 7);
+                if *byte & mask == 0 {
+                    *byte |= mask;
+                    new = true;
+                }
+            }
+            true
+        });
+        new
     }
 }
 

@@ -55,6 +55,58 @@ fn measured(capacity: u64, error: f64, probes: u64) -> (Chain, f64) {
 }
 
 #[test]
+fn a_blocked_sub_filter_reads_and_sets_exactly_its_items_probes() {
+    use crate::bloom::SubFilter;
+    for error in [0.01, 0.0005] {
+        let shape = Shape::sized(2_000, error, Layout::Blocked).unwrap();
+        let mut filter = SubFilter::new(shape).unwrap();
+        // The probes the sequence names, read and set one bit at a time: the reference the
+        // block path (each probe a bit of the block's bytes, found once) must agree with.
+        let probes = |hash: &ItemHash| {
+            let mut positions = Vec::new();
+            Mixed::each(hash, &shape, shape.hash_count, |position| {
+                positions.push(position);
+                true
+            });
+            positions
+        };
+        let mut expected = std::collections::BTreeSet::new();
+        for index in 0..3_000 {
+            let hash = ItemHash::of(&item(index));
+            let positions = probes(&hash);
+            let held = positions.iter().all(|&p| filter.bits().get(p));
+            assert_eq!(filter.contains(&hash), held);
+            assert_eq!(filter.contains_asked_by::<Mixed>(&hash, 3), held);
+            let new = positions.iter().any(|p| !expected.contains(p));
+            assert_eq!(filter.insert_if_new(&hash), new, "item {index}");
+            expected.extend(positions);
+            assert!(filter.contains(&hash));
+        }
+        // Every bit set is one of the items' probes, and every probe is set.
+        assert_eq!(filter.bits().count_ones(), expected.len() as u64);
+        assert!(expected.iter().all(|&p| filter.bits().get(p)));
+        // Items never added: found exactly where all their probes are set.
+        for index in 0..3_000 {
+            let hash = ItemHash::of(&item(u64::MAX - index));
+            let held = probes(&hash).iter().all(|&p| filter.bits().get(p));
+            assert_eq!(filter.contains(&hash), held);
+        }
+        // `insert` (an item known to be new) sets the same bits.
+        let mut other = SubFilter::new(shape).unwrap();
+        let hash = ItemHash::of(&item(7));
+        other.insert(&hash);
+        assert_eq!(
+            other.bits().count_ones(),
+            probes(&hash)
+                .iter()
+                .collect::<std::collections::BTreeSet<_>>()
+                .len() as u64
+        );
+        assert_eq!(other.items(), 1);
+    }
+}
+
+#[test]
 fn an_items_probes_fall_in_one_block_of_its_lines() {
     for (error, lines) in [(0.01, 1u8), (0.0005, 2)] {
         let shape = Shape::sized(100_000, error, Layout::Blocked).unwrap();
