@@ -524,12 +524,7 @@ mod tests {
     #[test]
     fn every_aligned_block_is_whole_in_one_piece() {
         // Arrays whose remainders have every kind of piece, down to the last few words.
-        for bits in [
-            1024u64,
-            4096 + 512,
-            9_600_000 - 9_600_000 % 512,
-            (1 << 20) + 1536,
-        ] {
+        for bits in [1024u64, 4096 + 512, 9_600_000, (1 << 20) + 1536] {
             let mut store = BitStore::zeroed(bits).unwrap();
             for width_log2 in [9, 10] {
                 for start in (0..bits >> width_log2).map(|block| block << width_log2) {
