@@ -27,6 +27,8 @@ const MIN_STRIDE_LOG2: u32 = 11;
 /// log2 of the size, in bits, below which the remainder's binary digits share one piece (128
 /// bytes: below it jemalloc serves every multiple of 16 bytes exactly).
 const MERGED_LOG2: u32 = 10;
+/// log2 of the largest block [`BitStore::block`] gives, in bits (blocks are of 512 or 1,024).
+const MAX_BLOCK_LOG2: u32 = 16;
 /// The largest piece, in bytes.
 pub const MAX_PIECE_BYTES: usize = 1 << (MAX_STRIDE_LOG2 - 3);
 
@@ -99,29 +101,27 @@ impl Layout {
     /// Which piece holds bit `index` of an array of `bits` bits, and at which bit offset in it.
     #[inline(always)]
     pub(crate) fn locate(&self, bits: u64, index: u64) -> (usize, usize) {
-        if index < self.stride_region {
-            let mask = (1 << self.stride_log2) - 1;
-            return (
-                (index >> self.stride_log2) as usize,
-                (index & mask) as usize,
-            );
-        }
-        self.locate_in_remainder(bits, index)
+        self.in_strides(index)
+            .unwrap_or_else(|| self.locate_in_remainder(bits, index))
     }
 
     /// [`Layout::locate`] with the remainder's case out of line: for a probe loop that must stay
-    /// small enough to be inlined itself (a single lookup's), where at most an eighth of the
-    /// probes pay the call.
+    /// small enough to be inlined itself (a single lookup's), where the probes past the equal
+    /// pieces (at most an eighth of an array over 2 KiB) pay the call.
     #[inline(always)]
     pub(crate) fn locate_lean(&self, bits: u64, index: u64) -> (usize, usize) {
-        if index < self.stride_region {
-            let mask = (1 << self.stride_log2) - 1;
-            return (
-                (index >> self.stride_log2) as usize,
-                (index & mask) as usize,
-            );
-        }
-        self.locate_out_of_line(bits, index)
+        self.in_strides(index)
+            .unwrap_or_else(|| self.locate_out_of_line(bits, index))
+    }
+
+    /// [`Layout::locate`] of a bit in the equal pieces: a shift and a mask; `None` past them.
+    #[inline(always)]
+    fn in_strides(&self, index: u64) -> Option<(usize, usize)> {
+        let mask = (1 << self.stride_log2) - 1;
+        (index < self.stride_region).then_some((
+            (index >> self.stride_log2) as usize,
+            (index & mask) as usize,
+        ))
     }
 
     /// [`Layout::locate_in_remainder`], not inlined.
@@ -327,7 +327,7 @@ impl BitStore {
     /// Which piece holds the block of [`BitStore::block`], its first byte there and its bytes.
     #[inline(always)]
     fn block_place(&self, start: u64, width_log2: u32) -> Option<(usize, usize, usize)> {
-        if start >= self.bits || !(3..64).contains(&width_log2) {
+        if start >= self.bits || !(3..=MAX_BLOCK_LOG2).contains(&width_log2) {
             return None;
         }
         let (piece, offset) = self.layout.locate(self.bits, start);
@@ -525,14 +525,22 @@ mod tests {
     fn every_aligned_block_is_whole_in_one_piece() {
         // Arrays whose remainders have every kind of piece, down to the last few words.
         for bits in [1024u64, 4096 + 512, 9_600_000, (1 << 20) + 1536] {
-            let mut store = BitStore::zeroed(bits).unwrap();
             for width_log2 in [9, 10] {
+                // A fresh array for each width, so that a block found at the wrong place cannot
+                // meet bits the other width set.
+                let mut store = BitStore::zeroed(bits).unwrap();
                 for start in (0..bits >> width_log2).map(|block| block << width_log2) {
                     if start + (1 << width_log2) > bits {
                         break;
                     }
                     let block = store.block(start, width_log2).unwrap();
                     assert_eq!(block.len() << 3, 1 << width_log2, "bits {bits}, at {start}");
+                    // Nothing set there yet (a block found at another's place would hold the bits
+                    // set for that one).
+                    assert!(
+                        block.iter().all(|&byte| byte == 0),
+                        "bits {bits}, at {start}"
+                    );
                     // Its bytes are the array's, in order: a bit set through the block is the
                     // array's bit at the same offset, and the other way round.
                     let last = start + (1 << width_log2) - 1;
@@ -542,9 +550,11 @@ mod tests {
                     assert!(store.get(start));
                 }
             }
-            // Nothing past the end.
+            // Nothing past the end, and no width it does not give.
+            let mut store = BitStore::zeroed(bits).unwrap();
             assert!(store.block(bits, 9).is_none());
             assert!(store.block_mut(bits + 512, 9).is_none());
+            assert!(store.block(0, 40).is_none());
         }
     }
 

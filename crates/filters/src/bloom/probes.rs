@@ -72,9 +72,9 @@ pub trait Probing {
     /// sub-filters where it differs from 64-bit arithmetic (see `sub_filter`).
     const LEGACY: bool = false;
 
-    /// Whether it has a blocked layout ([`Mixed::each_in_block`]), where every probe of an item
-    /// falls in one block: its sub-filters then find the block's bytes once, not a probe's byte
-    /// at each probe.
+    /// Whether this probing is [`Mixed`], the one with a blocked layout: in a blocked sub-filter
+    /// every probe of an item falls in one block ([`Mixed::each_in_block`]), whose bytes the
+    /// sub-filter then finds once, not a probe's byte at each probe.
     const BLOCKS: bool = false;
 
     /// Calls `visit` with each of the item's first `count` positions in a sub-filter of `shape`
@@ -150,7 +150,8 @@ impl Probing for Mixed {
     const BLOCKS: bool = true;
 
     /// The sequence of [`Probes`], written out as a loop: the hottest code of every command. In
-    /// a blocked sub-filter, the same sequence (of the swapped pair) within the item's block.
+    /// a blocked sub-filter, the same sequence (of the swapped pair) within the item's block
+    /// ([`Mixed::each_in_block`], which a sub-filter's own lookups and adds call directly).
     #[inline(always)]
     fn each(
         hash: &ItemHash,

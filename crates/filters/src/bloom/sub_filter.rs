@@ -129,8 +129,9 @@ impl SubFilter {
     /// [`SubFilter::contains_by`] of an item whose first `asked` probes' lines were asked for
     /// already: once those are all found set (the item may well be there), the lines of the rest
     /// are asked for at once, before any is read; an item found absent among the first costs no
-    /// other line. (RedisBloom's 32-bit arithmetic of old, where it differs, is tried as
-    /// [`SubFilter::contains_by`] tries it.)
+    /// other line. In a blocked sub-filter the item's block was asked for whole, and is read as
+    /// [`SubFilter::contains_by`] reads it. (RedisBloom's 32-bit arithmetic of old, where it
+    /// differs, is tried as [`SubFilter::contains_by`] tries it.)
     #[inline(always)]
     pub fn contains_asked_by<P: Probing>(&self, hash: &ItemHash, asked: u32) -> bool {
         // A blocked sub-filter's item has one block, whose lines were all asked for.
@@ -228,38 +229,30 @@ impl SubFilter {
 }
 
 impl SubFilter {
-    /// The item's block, if the sub-filter is blocked (and probed by a [`Probing`] that has
-    /// blocks: this module's).
+    /// The item's block, if the sub-filter is blocked (and probed by [`Mixed`], the probing with
+    /// blocks).
     #[inline(always)]
     fn block<P: Probing>(&self, hash: &ItemHash) -> Option<Block<&[u8]>> {
-        if !P::BLOCKS || self.shape.lines == 0 {
-            return None;
-        }
-        let (start, width_log2) = Mixed::block(hash, self.shape.bits, self.shape.lines);
+        let (start, width_log2) = self.block_place::<P>(hash)?;
         let bytes = self.bits.block(start, width_log2)?;
-        Some(Block {
-            bytes,
-            hash: *hash,
-            width_log2,
-            count: self.shape.hash_count,
-        })
+        Some(Block::new(bytes, hash, width_log2, self.shape.hash_count))
     }
 
     /// [`SubFilter::block`], to set bits in.
     #[inline(always)]
     fn block_mut<P: Probing>(&mut self, hash: &ItemHash) -> Option<Block<&mut [u8]>> {
-        if !P::BLOCKS || self.shape.lines == 0 {
-            return None;
-        }
-        let (start, width_log2) = Mixed::block(hash, self.shape.bits, self.shape.lines);
+        let (start, width_log2) = self.block_place::<P>(hash)?;
         let count = self.shape.hash_count;
         let bytes = self.bits.block_mut(start, width_log2)?;
-        Some(Block {
-            bytes,
-            hash: *hash,
-            width_log2,
-            count,
-        })
+        Some(Block::new(bytes, hash, width_log2, count))
+    }
+
+    /// Where the item's block starts and log2 of its bits ([`Mixed::block`]); `None` for a
+    /// classic sub-filter, or one probed otherwise.
+    #[inline(always)]
+    fn block_place<P: Probing>(&self, hash: &ItemHash) -> Option<(u64, u32)> {
+        (P::BLOCKS && self.shape.lines != 0)
+            .then(|| Mixed::block(hash, self.shape.bits, self.shape.lines))
     }
 }
 
@@ -272,6 +265,18 @@ struct Block<B> {
     width_log2: u32,
     /// The sub-filter's hash count.
     count: u32,
+}
+
+impl<B> Block<B> {
+    #[inline(always)]
+    fn new(bytes: B, hash: &ItemHash, width_log2: u32, count: u32) -> Block<B> {
+        Block {
+            bytes,
+            hash: *hash,
+            width_log2,
+            count,
+        }
+    }
 }
 
 impl Block<&[u8]> {

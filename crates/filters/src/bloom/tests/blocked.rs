@@ -59,7 +59,19 @@ fn a_blocked_sub_filter_reads_and_sets_exactly_its_items_probes() {
     use crate::bloom::SubFilter;
     for error in [0.01, 0.0005] {
         let shape = Shape::sized(2_000, error, Layout::Blocked).unwrap();
+        assert_ne!(shape.lines, 0);
         let mut filter = SubFilter::new(shape).unwrap();
+        // Every item's block is whole in one piece: the block path is the one taken.
+        let width = 512 * u64::from(shape.lines);
+        let blocks_of = |filter: &SubFilter| {
+            (0..shape.bits / width).all(|block| {
+                filter
+                    .bits()
+                    .block(block * width, width.trailing_zeros())
+                    .is_some()
+            })
+        };
+        assert!(blocks_of(&filter));
         // The probes the sequence names, read and set one bit at a time: the reference the
         // block path (each probe a bit of the block's bytes, found once) must agree with.
         let probes = |hash: &ItemHash| {
